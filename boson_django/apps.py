@@ -1,0 +1,10 @@
+from django.apps import AppConfig
+
+
+class BosonConfig(AppConfig):
+    name = "boson_django"
+    verbose_name = "Boson queue"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from boson_django import checks, signals  # noqa: F401  (registers checks and hooks)

@@ -1,0 +1,118 @@
+"""The Django Tasks backend: ``TASKS = {"default": {"BACKEND": "boson_django.backend.BosonBackend"}}``.
+
+One code path for ``django.tasks`` (Django 6) and the ``django_tasks`` backport
+(Django 5.2); see :mod:`boson_django.compat`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from boson_django import registry, services
+from boson_django.compat import (
+    BaseTaskBackend,
+    Task,
+    TaskResultDoesNotExist,
+    task_enqueued,
+)
+from boson_django.services import _db
+from boson_django.taskresults import build_result
+
+#: Boson's per-task policy, accepted by ``@task(...)`` and ``.using(...)``.
+POLICY_OPTIONS = (
+    "max_attempts", "unique_key", "rate_class", "weight", "retention_ms", "lease_ms",
+    "timeout_ms", "crash_limit",
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BosonTask(Task):  # type: ignore[misc,valid-type,unused-ignore]
+    """A Django ``Task`` that also carries boson's policy as code defaults.
+
+    A ``TaskConfig`` row edited in the admin overrides these; a value given per call
+    with ``.using(...)`` overrides both.
+    """
+
+    max_attempts: int | None = None
+    unique_key: str | Callable[..., str] | None = None
+    rate_class: str | None = None
+    weight: float | None = None
+    retention_ms: int | None = None
+    lease_ms: int | None = None
+    timeout_ms: int | None = None
+    crash_limit: int | None = None
+
+    def __post_init__(self) -> None:
+        Task.__post_init__(self)
+        registry.register(self)
+
+    def using(self, **changes: Any) -> BosonTask:  # type: ignore[override]
+        """Django's ``using`` plus boson's policy options (``.using(max_attempts=3)``)."""
+        policy = {k: changes.pop(k) for k in list(changes) if k in POLICY_OPTIONS}
+        return replace(Task.using(self, **changes), **policy)
+
+    def boson_policy(self) -> dict[str, Any]:
+        """The code defaults ``registry.defaults_for`` reports for this task."""
+        found = {name: getattr(self, name) for name in POLICY_OPTIONS if name != "unique_key"}
+        if isinstance(self.unique_key, str):
+            found["unique_key"] = self.unique_key
+        found.update(queue=self.queue_name, priority=self.priority)
+        return found
+
+
+class BosonBackend(BaseTaskBackend):  # type: ignore[misc,valid-type,unused-ignore]
+    task_class = BosonTask
+    supports_defer = True
+    supports_async_task = True
+    supports_get_result = True
+    supports_priority = True
+
+    def __init__(self, alias: str, params: dict[str, Any]) -> None:
+        super().__init__(alias, params)
+        if "QUEUES" not in params:
+            self.queues = set()  # boson queues are created on first use: any name is valid
+        self.database: str | None = (params.get("OPTIONS") or {}).get("database")
+
+    def enqueue(self, task: Any, args: Any, kwargs: Any) -> Any:
+        self.validate_task(task)
+        envelope = envelope_for(task, list(args), dict(kwargs))
+        using = _db.alias(self.database)
+        (outcome,) = services.enqueue([envelope], using=using)
+        result = self.get_result(outcome.id)
+        task_enqueued.send(type(self), task_result=result)
+        return result
+
+    def get_result(self, result_id: str) -> Any:
+        result = build_result(result_id, self.alias, using=_db.alias(self.database))
+        if result is None:
+            raise TaskResultDoesNotExist(result_id)
+        return result
+
+
+def envelope_for(task: Any, args: list[Any], kwargs: dict[str, Any]) -> services.Envelope:
+    """The envelope of one call. A field equal to the registered task's code default is
+    left unset, so the TaskConfig row (then the code default) decides it."""
+    name = task.module_path
+    registered = registry.get(name)
+    defaults = registered.boson_policy() if registered is not None and hasattr(registered, "boson_policy") else {}
+
+    def given(field: str, value: Any) -> Any:
+        return None if field in defaults and defaults[field] == value else value
+
+    policy = {f: getattr(task, f, None) for f in POLICY_OPTIONS if f != "unique_key"}
+    key = getattr(task, "unique_key", None)
+    return services.Envelope(
+        task=name,
+        queue=given("queue", task.queue_name),
+        priority=given("priority", task.priority),
+        run_at=task.run_after,
+        args=args,
+        kwargs=kwargs,
+        unique_key=key(*args, **kwargs) if callable(key) else given("unique_key", key),
+        **{f: given(f, v) for f, v in policy.items() if f in _ENVELOPE_FIELDS},
+    )
+
+
+_ENVELOPE_FIELDS = {f.name for f in fields(services.Envelope)}

@@ -1,0 +1,59 @@
+"""System checks: a bad ``BOSON`` value is reported at start-up, naming the key."""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+from django.core import checks
+from django.db import connections
+
+from boson_django import conf
+
+
+@checks.register()
+def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    user = conf.user_settings()
+    problems: list[checks.CheckMessage] = []
+    for key, value in user.items():
+        if key not in conf.DEFAULTS:
+            problems.append(_unknown_key(key))
+            continue
+        problem = _bad_value(key, value)
+        if problem:
+            problems.append(checks.Error(f"BOSON[{key!r}] {problem}", id="boson.E002"))
+    problems.extend(_cross_checks())
+    return problems
+
+
+def _unknown_key(key: str) -> checks.CheckMessage:
+    close = difflib.get_close_matches(key, conf.DEFAULTS, n=1)
+    hint = f"Did you mean {close[0]!r}?" if close else f"Known keys: {', '.join(conf.DEFAULTS)}"
+    return checks.Error(f"BOSON has an unknown key {key!r}.", hint=hint, id="boson.E001")
+
+
+def _bad_value(key: str, value: Any) -> str | None:
+    kind, minimum = conf.RULES[key]
+    if isinstance(value, bool) or not isinstance(value, kind):
+        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        return f"must be {names}, got {type(value).__name__} {value!r}."
+    if minimum is not None and value < minimum:
+        return f"must be >= {minimum}, got {value!r}."
+    if key == "DATABASE" and value not in connections.settings:
+        return f"names no database in DATABASES: {value!r}."
+    return None
+
+
+def _cross_checks() -> list[checks.CheckMessage]:
+    user = conf.user_settings()
+    if any(_bad_value(k, v) for k, v in user.items() if k in conf.DEFAULTS):
+        return []
+    effective = conf.get()
+    if effective.RETRY_BASE_MS > effective.RETRY_CAP_MS:
+        return [
+            checks.Error(
+                "BOSON['RETRY_BASE_MS'] is larger than BOSON['RETRY_CAP_MS'].",
+                id="boson.E003",
+            )
+        ]
+    return []

@@ -1,0 +1,78 @@
+"""The store clock: every time a transition uses comes from here.
+
+Normally it is the database server's clock (PostgreSQL ``clock_timestamp()``; for
+SQLite, an embedded database, the host clock). ``freeze``/``advance``/``unfreeze``
+write one row, so a frozen clock is seen by every process that uses the database,
+workers in subprocesses included.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+from boson_django.services import _db
+
+_PG_NOW = """
+SELECT c.frozen_at, COALESCE(c.offset_ms, 0), clock_timestamp()
+FROM (SELECT 1) AS one LEFT JOIN boson_clock c ON c.id = 1
+"""
+_SQLITE_NOW = "SELECT frozen_at, offset_ms FROM boson_clock WHERE id = 1"
+
+
+def now(using: str | None = None) -> datetime:
+    """The store's current time, aware UTC."""
+    connection = _db.conn(using)
+    with connection.cursor() as cursor:
+        if _db.is_postgres(connection):
+            cursor.execute(_PG_NOW)
+            frozen_at, offset_ms, server_now = cursor.fetchone()
+        else:
+            cursor.execute(_SQLITE_NOW)
+            row = cursor.fetchone()
+            frozen_at, offset_ms = row if row else (None, 0)
+            server_now = datetime.now(timezone.utc)
+    if frozen_at is not None:
+        return _db.dt_value(frozen_at)  # type: ignore[return-value]
+    return _db.dt_value(server_now) + timedelta(milliseconds=offset_ms or 0)  # type: ignore[operator]
+
+
+def _state(using: str | None) -> tuple[datetime | None, int]:
+    from boson_django.models import StoreClock
+
+    row = StoreClock.objects.using(_db.alias(using)).filter(id=1).first()
+    return (row.frozen_at, row.offset_ms) if row else (None, 0)
+
+
+def _write(frozen_at: datetime | None, offset_ms: int, using: str | None) -> None:
+    from boson_django.models import StoreClock
+
+    StoreClock.objects.using(_db.alias(using)).update_or_create(
+        id=1, defaults={"frozen_at": frozen_at, "offset_ms": offset_ms}
+    )
+
+
+def freeze(at: datetime | None = None, using: str | None = None) -> datetime:
+    """Stop the store clock at ``at`` (default: the current store time)."""
+    if at is None:
+        at = now(using)
+    if at.tzinfo is None:
+        raise ValueError("freeze(at): at must be an aware datetime")
+    _write(at, 0, using)
+    return at
+
+
+def advance(ms: int | float, using: str | None = None) -> datetime:
+    """Step the clock forward ``ms`` milliseconds, frozen or not."""
+    if ms < 0 or ms != ms or ms == float("inf"):
+        raise ValueError(f"advance(ms): ms must be a finite number >= 0, got {ms!r}")
+    frozen_at, offset_ms = _state(using)
+    if frozen_at is not None:
+        _write(frozen_at + timedelta(milliseconds=ms), 0, using)
+    else:
+        _write(None, offset_ms + int(ms), using)
+    return now(using)
+
+
+def unfreeze(using: str | None = None) -> None:
+    """Back to the server's own clock, with no offset."""
+    _write(None, 0, using)

@@ -1,0 +1,69 @@
+"""One import point for Django's Tasks API: ``django.tasks`` (Django 6) or ``django_tasks``."""
+
+from __future__ import annotations
+
+try:
+    from django.tasks import (  # type: ignore[import-not-found,unused-ignore]
+        DEFAULT_TASK_QUEUE_NAME,
+        Task,
+        TaskContext,
+        TaskResult,
+        TaskResultStatus,
+        task,
+        task_backends,
+    )
+    from django.tasks.backends.base import BaseTaskBackend  # type: ignore[import-not-found,unused-ignore]
+    from django.tasks.base import TaskError  # type: ignore[import-not-found,unused-ignore]
+    from django.tasks.exceptions import (  # type: ignore[import-not-found,unused-ignore]
+        InvalidTask as InvalidTaskError,
+    )
+    from django.tasks.exceptions import (  # type: ignore[import-not-found,unused-ignore]
+        TaskResultDoesNotExist,
+    )
+    from django.tasks.signals import (  # type: ignore[import-not-found,unused-ignore]
+        task_enqueued,
+        task_finished,
+        task_started,
+    )
+
+    TASKS_MODULE = "django.tasks"
+except ImportError:  # Django 5.2 with the django-tasks backport
+    from django_tasks import (  # type: ignore[no-redef,import-not-found,unused-ignore]
+        DEFAULT_TASK_QUEUE_NAME,
+        TaskContext,
+        TaskResult,
+        TaskResultStatus,
+        task,
+        task_backends,
+    )
+    from django_tasks.backends.base import BaseTaskBackend  # type: ignore[no-redef,import-not-found,unused-ignore]
+    from django_tasks.base import Task, TaskError  # type: ignore[no-redef,import-not-found,unused-ignore]
+    from django_tasks.exceptions import (  # type: ignore[no-redef,import-not-found,unused-ignore]
+        InvalidTaskError,
+        TaskResultDoesNotExist,
+    )
+    from django_tasks.signals import (  # type: ignore[no-redef,import-not-found,unused-ignore]
+        task_enqueued,
+        task_finished,
+        task_started,
+    )
+
+    TASKS_MODULE = "django_tasks"
+
+__all__ = [
+    "DEFAULT_TASK_QUEUE_NAME",
+    "BaseTaskBackend",
+    "InvalidTaskError",
+    "Task",
+    "TaskContext",
+    "TaskError",
+    "TaskResult",
+    "TaskResultDoesNotExist",
+    "TaskResultStatus",
+    "TASKS_MODULE",
+    "task",
+    "task_backends",
+    "task_enqueued",
+    "task_finished",
+    "task_started",
+]

@@ -1,0 +1,41 @@
+"""Every failure the store reports, one class each."""
+
+from __future__ import annotations
+
+
+class StoreError(Exception):
+    """Base class of every error boson_django raises on purpose."""
+
+
+class LeaseRejected(StoreError):
+    """A write under a lease whose fence, state or expiry no longer matches."""
+
+
+class DuplicateJobId(StoreError):
+    """An explicit job id that already exists in the store."""
+
+
+class InvalidEnvelope(StoreError, ValueError):
+    """Bad input: the message names the offending field."""
+
+    def __init__(self, field: str, message: str, *, index: int | None = None):
+        self.field = field
+        self.index = index
+        where = f"envelope[{index}].{field}" if index is not None else field
+        super().__init__(f"{where}: {message}")
+
+
+class UnknownJob(StoreError, LookupError):
+    """A job id that the store does not hold."""
+
+
+class JobCancelled(StoreError):
+    """An operator cancelled the job (shown as the error of a cancelled job)."""
+
+
+class JobQuarantined(StoreError):
+    """The job's fingerprint crashed workers up to the crash limit; an operator must release it."""
+
+
+class LeaseLost(StoreError):
+    """The worker running the job stopped renewing its lease (crash, kill or stall)."""

@@ -1,0 +1,84 @@
+"""Which tasks may run: ``Task`` objects of installed apps' modules or ``BOSON["TASK_MODULES"]``.
+
+A worker resolves a job's ``task`` name here and nowhere else: it never imports a
+module named by a row. Installed apps' ``tasks`` modules and the configured modules are
+imported once (autodiscovery); a task defined in another module of an installed app is
+known once that module has been imported.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from typing import Any
+
+from django.apps import apps
+
+from boson_django import conf
+
+_tasks: dict[str, Any] = {}
+_lock = threading.Lock()
+_discovered = False
+
+
+def register(task: Any) -> None:
+    """Record a Task under its boson name, ``Task.module_path``.
+
+    The first Task of a name wins: ``.using(...)`` copies must not replace the declared one.
+    """
+    _tasks.setdefault(task.module_path, task)
+
+
+def autodiscover() -> None:
+    global _discovered
+    if _discovered:
+        return
+    with _lock:
+        if _discovered:
+            return
+        for app_config in apps.get_app_configs():
+            _import_if_present(f"{app_config.name}.tasks")
+        for module in conf.get().TASK_MODULES:
+            importlib.import_module(module)
+        _discovered = True
+
+
+def _import_if_present(module: str) -> None:
+    try:
+        importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name != module:
+            raise
+
+
+def _allowed_module(module: str) -> bool:
+    if module in conf.get().TASK_MODULES:
+        return True
+    return any(
+        module == cfg.name or module.startswith(cfg.name + ".") for cfg in apps.get_app_configs()
+    )
+
+
+def get(name: str) -> Any | None:
+    """The registered Task named ``name``, or None: unknown names never resolve to code."""
+    autodiscover()
+    found = _tasks.get(name)
+    if found is None or not _allowed_module(found.func.__module__):
+        return None
+    return found
+
+
+def is_registered(name: str) -> bool:
+    return get(name) is not None
+
+
+def defaults_for(name: str) -> dict[str, Any]:
+    """The boson policy the task declared in code (``@task(max_attempts=...)``)."""
+    found = get(name)
+    policy = getattr(found, "boson_policy", None)
+    return dict(policy()) if callable(policy) else {}
+
+
+def names() -> list[str]:
+    autodiscover()
+    return sorted(n for n in _tasks if get(n) is not None)

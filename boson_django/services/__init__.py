@@ -1,0 +1,35 @@
+"""The service layer: the only code that changes a job's state.
+
+Every function here is one short transaction on the ``using`` database alias (default
+``BOSON["DATABASE"]``), joining the caller's transaction when one is open.
+"""
+
+from boson_django.services.acks import ack
+from boson_django.services.admission import admit
+from boson_django.services.buckets import bucket_tokens, set_rate_limit
+from boson_django.services.config import set_task_config
+from boson_django.services.control import cancel, pause_queue, release_quarantined, resume_queue, retry
+from boson_django.services.duties import claim_duty, release_duty
+from boson_django.services.enqueue import enqueue
+from boson_django.services.inspection import (
+    all_enqueued, count_runs_since, counts, errors, get_output, get_progress, get_result,
+    job_state, list_jobs, list_runs, task_run_stats,
+)
+from boson_django.services.leases import checkpoint, release, renew, write_output, write_progress
+from boson_django.services.sweeps import evict_retained, promote_due, reclaim_expired
+from boson_django.services.types import (
+    AdmissionUnit, AttemptRecord, EnqueueResult, Envelope, JobInfo, JobOutput, JobProgress,
+    JobResult, LeaseRef, Reclaimed, RunInfo,
+)
+from boson_django.states import JobState, Outcome
+
+__all__ = [
+    "AdmissionUnit", "AttemptRecord", "EnqueueResult", "Envelope", "JobInfo", "JobOutput",
+    "JobProgress", "JobResult", "JobState", "LeaseRef", "Outcome", "Reclaimed", "RunInfo",
+    "ack", "admit", "all_enqueued", "bucket_tokens", "cancel", "checkpoint", "claim_duty",
+    "count_runs_since", "counts", "errors", "evict_retained", "get_output", "get_progress",
+    "get_result", "job_state", "list_jobs", "list_runs", "pause_queue", "promote_due",
+    "reclaim_expired", "release", "release_duty", "release_quarantined", "renew",
+    "resume_queue", "retry", "set_rate_limit", "set_task_config", "task_run_stats",
+    "write_output", "write_progress",
+]

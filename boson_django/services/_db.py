@@ -1,0 +1,135 @@
+"""Vendor differences and the one transaction wrapper every service uses.
+
+PostgreSQL gets row locks (``FOR UPDATE``, ``SKIP LOCKED``) and ``jsonb`` casts; SQLite
+gets ``BEGIN IMMEDIATE`` (one writer at a time, taken up front instead of on upgrade)
+and a bounded retry when the file is locked. Nothing else in the services branches on
+the vendor.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import random
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from typing import Any, ParamSpec, TypeVar
+
+from django.db import OperationalError, connections, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.utils.dateparse import parse_datetime
+
+from boson_django import conf
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def alias(using: str | None) -> str:
+    return using or conf.get().DATABASE
+
+
+def conn(using: str | None) -> BaseDatabaseWrapper:
+    return connections[alias(using)]
+
+
+def is_postgres(connection: BaseDatabaseWrapper) -> bool:
+    return connection.vendor == "postgresql"
+
+
+def lock_rows(connection: BaseDatabaseWrapper) -> str:
+    """Suffix that locks selected rows until commit (SQLite locks the whole file instead)."""
+    return " FOR UPDATE" if is_postgres(connection) else ""
+
+
+def lock_rows_skip_locked(connection: BaseDatabaseWrapper) -> str:
+    return " FOR UPDATE SKIP LOCKED" if is_postgres(connection) else ""
+
+
+def json_cast(connection: BaseDatabaseWrapper) -> str:
+    return "::jsonb" if is_postgres(connection) else ""
+
+
+def to_json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), allow_nan=False)
+
+
+def from_json(value: Any) -> Any:
+    """PostgreSQL hands back decoded jsonb; SQLite hands back text."""
+    if isinstance(value, str):
+        return json.loads(value)
+    return value
+
+
+def dt_param(connection: BaseDatabaseWrapper, value: datetime | None) -> Any:
+    return connection.ops.adapt_datetimefield_value(value)
+
+
+def dt_value(value: Any) -> datetime | None:
+    """A datetime read by raw SQL, made aware UTC on both vendors."""
+    if value is None or isinstance(value, datetime):
+        parsed = value
+    else:
+        parsed = parse_datetime(str(value))
+    if parsed is not None and parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    return parsed
+
+
+def placeholders(values: Sequence[Any]) -> str:
+    return ", ".join(["%s"] * len(values))
+
+
+def fetch_dicts(cursor: Any) -> list[dict[str, Any]]:
+    names = [col[0] for col in cursor.description]
+    return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+
+def _is_lock_error(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return "database is locked" in text or "database table is locked" in text or "busy" in text
+
+
+@contextmanager
+def _immediate(connection: BaseDatabaseWrapper) -> Iterator[None]:
+    """Make SQLite take the write lock at BEGIN, so a transaction never fails on upgrade."""
+    if connection.vendor != "sqlite" or connection.in_atomic_block:
+        yield
+        return
+    connection.ensure_connection()
+    previous = getattr(connection, "transaction_mode", None)
+    connection.transaction_mode = "IMMEDIATE"
+    try:
+        yield
+    finally:
+        connection.transaction_mode = previous
+
+
+def store_transaction(fn: Callable[P, R]) -> Callable[P, R]:
+    """Run a service function as one transaction on its ``using`` alias.
+
+    Joins the caller's transaction when there is one (as a savepoint). When it owns the
+    outermost transaction on SQLite it retries a bounded number of times on
+    "database is locked", with jittered backoff; nothing was written by a failed try.
+    """
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        db = alias(kwargs.get("using"))  # type: ignore[arg-type]
+        kwargs["using"] = db
+        connection = connections[db]
+        owns = not connection.in_atomic_block
+        retries = conf.get().SQLITE_BUSY_RETRIES if connection.vendor == "sqlite" and owns else 0
+        for attempt in range(retries + 1):
+            try:
+                with _immediate(connection), transaction.atomic(using=db):
+                    return fn(*args, **kwargs)
+            except OperationalError as exc:
+                if attempt >= retries or not _is_lock_error(exc):
+                    raise
+                time.sleep(random.uniform(0, min(0.002 * 2**attempt, 0.25)))
+        raise AssertionError("unreachable")
+
+    return wrapper

@@ -1,0 +1,176 @@
+"""ack: close a running job with the handler's outcome. One function per transition."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from boson_django import clock, conf, policies, validation
+from boson_django.errors import InvalidEnvelope
+from boson_django.models import Job, JobData
+from boson_django.services import _db, buckets, history, leases
+from boson_django.states import ATTEMPT_SPENDING, RECORDED_OUTCOMES, JobState, Outcome, ends_in
+
+_rng = random.Random()
+
+
+def _as_outcome(outcome: Any) -> Outcome:
+    try:
+        parsed = outcome if isinstance(outcome, Outcome) else Outcome(str(outcome).lower())
+    except ValueError:
+        raise InvalidEnvelope("outcome", f"unknown outcome {outcome!r}") from None
+    if parsed is Outcome.LEASE_LOST:
+        raise InvalidEnvelope("outcome", "LEASE_LOST is never acked: the reclaimer records it")
+    return parsed
+
+
+@_db.store_transaction
+def ack(
+    lease: Any,
+    outcome: Outcome | str,
+    *,
+    error: str | None = None,
+    delay_ms: int | float | None = None,
+    logs: Sequence[str] = (),
+    actual_weight: float | None = None,
+    result: Any = None,
+    using: str | None = None,
+) -> str | None:
+    """Apply the handler's outcome to a running job; returns the new state (None: deleted).
+
+    Locks the job row; accepts only a held lease (``running``, same fence, unexpired),
+    otherwise raises ``LeaseRejected`` and writes nothing. ``actual_weight`` corrects the
+    admission charge in the same transaction. Not idempotent: a second ack of the same
+    lease is rejected, because the first one ended it.
+    """
+    parsed = _as_outcome(outcome)
+    delay = validation.delay(delay_ms, required_positive=parsed is Outcome.SNOOZE)
+    weight = None if actual_weight is None else validation.amount(actual_weight, "actual_weight")
+    if not isinstance(logs, (list, tuple)) or not all(isinstance(x, str) for x in logs):
+        raise InvalidEnvelope("logs", "must be a sequence of strings")
+    if result is not None:
+        validation.json_text(result, "result")
+    if error is not None and not isinstance(error, str):
+        raise InvalidEnvelope("error", f"must be a string, got {type(error).__name__}")
+    assert using is not None
+    now = clock.now(using)
+    job = leases.hold(lease, now, using)
+    job.charged_weight = buckets.reconcile(using, now, job.rate_class, job.charged_weight, weight)
+    spent = job.attempt + (1 if parsed in ATTEMPT_SPENDING else 0)
+    step = _STEPS[parsed]
+    state = step(job, spent, now, delay, error or "", using)
+    assert ends_in(JobState.RUNNING, parsed, state), (parsed, state)
+    _close(job, parsed, state, error or "", logs, now, using)
+    if state is not None:
+        if result is not None and state == JobState.COMPLETED:
+            leases.put_data(job, JobData.Kind.RESULT, result, now, using)
+        _save(job, state, spent, now, error)
+    return None if state is None else state.value
+
+
+def _save(job: Job, state: JobState, spent: int, now: datetime, error: str | None) -> None:
+    job.state = state.value
+    job.attempt = spent
+    job.lease_holder = None
+    job.lease_expires_at = None
+    if error:
+        job.last_error = error
+    job.save(update_fields=[
+        "state", "attempt", "lease_holder", "lease_expires_at", "run_at", "finalized_at",
+        "expires_at", "charged_weight", "last_error",
+    ])
+
+
+def finalize(job: Job, now: datetime) -> None:
+    job.finalized_at = now
+    job.expires_at = now + timedelta(milliseconds=job.retention_ms if job.retention_ms is not None else conf.get().RETENTION_MS)
+
+
+def _complete(job: Job, spent: int, now: datetime, delay: int | None, error: str, using: str) -> JobState | None:
+    if job.retention_ms == 0:
+        delete_jobs([job.id], using)
+        return None
+    finalize(job, now)
+    return JobState.COMPLETED
+
+
+def _retry(job: Job, spent: int, now: datetime, delay: int | None, error: str, using: str) -> JobState:
+    if policies.gives_up(spent, job.max_attempts):
+        finalize(job, now)
+        return JobState.FAILED
+    settings = conf.get()
+    wait = delay if delay is not None else policies.backoff_ms(spent, settings.RETRY_BASE_MS, settings.RETRY_CAP_MS, _rng)
+    job.run_at = now + timedelta(milliseconds=wait)
+    return JobState.RETRYABLE
+
+
+def _snooze(job: Job, spent: int, now: datetime, delay: int | None, error: str, using: str) -> JobState:
+    job.run_at = now + timedelta(milliseconds=delay or 0)
+    return JobState.SCHEDULED
+
+
+def _rate_limited(job: Job, spent: int, now: datetime, delay: int | None, error: str, using: str) -> JobState:
+    wait = delay if delay is not None else _bucket_wait(job, now, using)
+    job.run_at = now + timedelta(milliseconds=wait)
+    return JobState.SCHEDULED
+
+
+def _bucket_wait(job: Job, now: datetime, using: str) -> int:
+    """With no delay given, wait until the job's bucket has its weight again (or the base backoff)."""
+    state = buckets.Buckets(using, now)
+    state.load({job.rate_class} if job.rate_class else set())
+    bucket = state.loaded.get(job.rate_class) if job.rate_class else None
+    if bucket is None:
+        return conf.get().RETRY_BASE_MS
+    return max(bucket.ms_until(max(job.weight, 1.0)), 1)
+
+
+def _skip(job: Job, spent: int, now: datetime, delay: int | None, error: str, using: str) -> JobState:
+    finalize(job, now)
+    return JobState.SKIPPED
+
+
+def _fail(job: Job, spent: int, now: datetime, delay: int | None, error: str, using: str) -> JobState:
+    finalize(job, now)
+    return JobState.FAILED
+
+
+def _revoke(job: Job, spent: int, now: datetime, delay: int | None, error: str, using: str) -> None:
+    delete_jobs([job.id], using)
+    return None
+
+
+_STEPS = {
+    Outcome.SUCCESS: _complete,
+    Outcome.RETRY: _retry,
+    Outcome.SNOOZE: _snooze,
+    Outcome.RATE_LIMITED: _rate_limited,
+    Outcome.SKIP: _skip,
+    Outcome.UNDECODABLE: _fail,
+    Outcome.DISCARD: _fail,
+    Outcome.REVOKE: _revoke,
+}
+
+
+def _close(
+    job: Job, outcome: Outcome, state: JobState | None, error: str, logs: Sequence[str], now: datetime, using: str
+) -> None:
+    if state is None:
+        return  # deleted: its runs went with the row
+    recorded = outcome in RECORDED_OUTCOMES or (outcome is Outcome.SUCCESS and bool(logs))
+    history.close_run(job.id, job.fence, outcome=outcome.value, error=error, logs=logs, recorded=recorded, now=now, using=using)
+
+
+def delete_jobs(job_ids: Sequence[str], using: str) -> int:
+    """Delete jobs with their runs and side data (the row is gone: not a state)."""
+    if not job_ids:
+        return 0
+    connection = _db.conn(using)
+    marks = _db.placeholders(job_ids)
+    with connection.cursor() as cursor:
+        cursor.execute(f"DELETE FROM boson_run WHERE job_id IN ({marks})", list(job_ids))
+        cursor.execute(f"DELETE FROM boson_job_data WHERE job_id IN ({marks})", list(job_ids))
+        cursor.execute(f"DELETE FROM boson_job WHERE id IN ({marks})", list(job_ids))
+        return cursor.rowcount

@@ -1,0 +1,208 @@
+"""admit: the whole admission decision in one transaction.
+
+Skip paused queues, respect per-task ``max_active``, take bucket tokens, claim by
+priority then age, open runs, set leases. Statements per batch are bounded (at most
+three candidate rounds), never one per job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from boson_django import clock, validation
+from boson_django.models import Queue
+from boson_django.services import _db, history
+from boson_django.services.buckets import Buckets
+from boson_django.services.jobrows import JOB_COLUMNS, envelope_from_row
+from boson_django.services.types import AdmissionUnit, LeaseRef
+
+MAX_ROUNDS = 3
+
+
+class _ActiveLimits:
+    """Per-task ``max_active``: the TaskConfig rows are locked so two admitters cannot both
+    see the last free slot."""
+
+    def __init__(self, using: str):
+        self.using = using
+        self.free: dict[str, int | None] = {}
+
+    def load(self, tasks: set[str]) -> None:
+        wanted = sorted(t for t in tasks if t not in self.free)
+        if not wanted:
+            return
+        connection = _db.conn(self.using)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT task, max_active FROM boson_task_config WHERE max_active IS NOT NULL "
+                f"AND task IN ({_db.placeholders(wanted)}) ORDER BY task{_db.lock_rows(connection)}",
+                wanted,
+            )
+            limits = dict(cursor.fetchall())
+            capped = sorted(limits)
+            running: dict[str, int] = {}
+            if capped:
+                cursor.execute(
+                    "SELECT task, COUNT(*) FROM boson_job WHERE state = 'running' "
+                    f"AND task IN ({_db.placeholders(capped)}) GROUP BY task",
+                    capped,
+                )
+                running = dict(cursor.fetchall())
+        for task in wanted:
+            self.free[task] = limits[task] - running.get(task, 0) if task in limits else None
+
+    def try_take(self, task: str) -> bool:
+        free = self.free.get(task)
+        if free is None:
+            return True
+        if free <= 0:
+            return False
+        self.free[task] = free - 1
+        return True
+
+    def give_back(self, task: str) -> None:
+        if self.free.get(task) is not None:
+            self.free[task] += 1  # type: ignore[operator]
+
+
+@_db.store_transaction
+def admit(
+    worker_id: str,
+    queues: Sequence[str] | None,
+    limit: int,
+    *,
+    lease_ms: int | None = None,
+    using: str | None = None,
+) -> list[AdmissionUnit]:
+    """Claim up to ``limit`` available jobs for ``worker_id``.
+
+    Locks the claimed rows (PostgreSQL: ``FOR UPDATE SKIP LOCKED``, so concurrent
+    admitters take disjoint jobs), the buckets of their rate classes and the TaskConfig
+    rows that cap ``max_active``. Accepts only ``available`` jobs; each claim raises the
+    job's fence by one. ``queues`` empty or None means every queue. Jobs held back by one
+    rate class or task cap do not block others. Not idempotent: each call claims anew.
+    """
+    worker_id = validation.name(worker_id, "worker_id", max_len=255)
+    limit = validation.whole(limit, "limit")
+    lease_ms = validation.optional_whole(lease_ms, "lease_ms", minimum=1)
+    wanted = [validation.name(q, "queues") for q in (queues or [])]
+    if limit == 0:
+        return []
+    assert using is not None
+    paused = set(Queue.objects.using(using).filter(paused=True).values_list("name", flat=True))
+    lanes = [q for q in wanted if q not in paused]
+    if wanted and not lanes:
+        return []
+    now = clock.now(using)
+    buckets, caps = Buckets(using, now), _ActiveLimits(using)
+    picked = _pick(using, lanes, paused, limit, buckets, caps)
+    buckets.save()
+    if not picked:
+        return []
+    rows = _claim(using, picked, worker_id, now, lease_ms, buckets)
+    history.open_runs(rows, worker_id, now, using)
+    return [_unit(row) for row in rows]
+
+
+def _pick(
+    using: str, lanes: list[str], paused: set[str], limit: int, buckets: Buckets, caps: _ActiveLimits
+) -> list[dict[str, Any]]:
+    picked: list[dict[str, Any]] = []
+    blocked_classes: set[str] = set()
+    blocked_tasks: set[str] = set()
+    for _ in range(MAX_ROUNDS):
+        need = limit - len(picked)
+        taken = [c["id"] for c in picked]
+        found = _candidates(using, lanes, paused, blocked_classes, blocked_tasks, taken, need)
+        buckets.load({c["rate_class"] for c in found if c["rate_class"]})
+        caps.load({c["task"] for c in found})
+        for cand in found:
+            if cand["task"] in blocked_tasks or cand["rate_class"] in blocked_classes:
+                continue
+            if not caps.try_take(cand["task"]):
+                blocked_tasks.add(cand["task"])
+            elif not buckets.try_take(cand["rate_class"], cand["weight"]):
+                caps.give_back(cand["task"])
+                blocked_classes.add(cand["rate_class"])
+            else:
+                cand["charged"] = cand["weight"] if buckets.is_limited(cand["rate_class"]) else 0.0
+                picked.append(cand)
+        if len(found) < need or len(picked) >= limit:
+            break
+    return picked
+
+
+def _candidates(
+    using: str, lanes: list[str], paused: set[str], blocked_classes: set[str],
+    blocked_tasks: set[str], taken: list[str], need: int,
+) -> list[dict[str, Any]]:
+    connection = _db.conn(using)
+    where = ["state = 'available'"]
+    params: list[Any] = []
+    if lanes:
+        where.append(f"queue IN ({_db.placeholders(lanes)})")
+        params += lanes
+    elif paused:
+        where.append(f"queue NOT IN ({_db.placeholders(sorted(paused))})")
+        params += sorted(paused)
+    if blocked_classes:
+        where.append(f"(rate_class IS NULL OR rate_class NOT IN ({_db.placeholders(blocked_classes)}))")
+        params += sorted(blocked_classes)
+    if blocked_tasks:
+        where.append(f"task NOT IN ({_db.placeholders(blocked_tasks)})")
+        params += sorted(blocked_tasks)
+    if taken:
+        where.append(f"id NOT IN ({_db.placeholders(taken)})")
+        params += taken
+    sql = (
+        "SELECT id, task, rate_class, weight, lease_ms FROM boson_job "
+        f"WHERE {' AND '.join(where)} ORDER BY priority DESC, run_at, id LIMIT %s"
+        f"{_db.lock_rows_skip_locked(connection)}"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params + [need])
+        return _db.fetch_dicts(cursor)
+
+
+def _claim(
+    using: str, picked: list[dict[str, Any]], worker_id: str, now: datetime,
+    lease_ms: int | None, buckets: Buckets,
+) -> list[dict[str, Any]]:
+    """One UPDATE for the batch; per-job lease expiry and charge come from CASE lists."""
+    connection = _db.conn(using)
+    expiry_cases, charge_cases, params_e, params_c, ids = [], [], [], [], []
+    for cand in picked:
+        expires = now + timedelta(milliseconds=lease_ms or cand["lease_ms"])
+        expiry_cases.append("WHEN %s THEN %s")
+        params_e += [cand["id"], _db.dt_param(connection, expires)]
+        charge_cases.append("WHEN %s THEN %s")
+        params_c += [cand["id"], cand["charged"]]
+        ids.append(cand["id"])
+    stamp = _db.dt_param(connection, now)
+    sql = (
+        "UPDATE boson_job SET state = 'running', fence = fence + 1, lease_holder = %s, "
+        f"lease_expires_at = CASE id {' '.join(expiry_cases)} END, "
+        f"charged_weight = CASE id {' '.join(charge_cases)} END, "
+        "started_at = COALESCE(started_at, %s), attempted_at = %s "
+        f"WHERE state = 'available' AND id IN ({_db.placeholders(ids)}) RETURNING {JOB_COLUMNS}"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [worker_id, *params_e, *params_c, stamp, stamp, *ids])
+        rows = _db.fetch_dicts(cursor)
+    order = {job_id: i for i, job_id in enumerate(ids)}
+    rows.sort(key=lambda r: order[r["id"]])
+    return rows
+
+
+def _unit(row: dict[str, Any]) -> AdmissionUnit:
+    return AdmissionUnit(
+        lease=LeaseRef(row["id"], row["fence"]),
+        envelope=envelope_from_row(row),
+        attempt=row["attempt"],
+        crash_attempt=row["crash_attempt"],
+        checkpoint=_db.from_json(row["checkpoint"]),
+        lease_expires_at=_db.dt_value(row["lease_expires_at"]),  # type: ignore[arg-type]
+    )
+

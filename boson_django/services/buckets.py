@@ -1,0 +1,111 @@
+"""Token buckets of rate classes, locked and refilled on the store clock."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from boson_django import clock, validation
+from boson_django.models import Bucket
+from boson_django.policies import BucketState
+from boson_django.services import _db
+
+
+class Buckets:
+    """The buckets one transaction touches: locked on first use, written back once."""
+
+    def __init__(self, using: str, now: datetime):
+        self.using = using
+        self.now = now
+        self.loaded: dict[str, BucketState | None] = {}
+
+    def load(self, names: set[str]) -> None:
+        """Lock (PostgreSQL: FOR UPDATE, in name order) and refill the named buckets."""
+        wanted = sorted(n for n in names if n and n not in self.loaded)
+        if not wanted:
+            return
+        connection = _db.conn(self.using)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                'SELECT name, "limit", window_ms, burst, tokens, refilled_at FROM boson_bucket '
+                f"WHERE name IN ({_db.placeholders(wanted)}) ORDER BY name{_db.lock_rows(connection)}",
+                wanted,
+            )
+            for name, limit, window_ms, burst, tokens, refilled_at in cursor.fetchall():
+                state = BucketState(limit, window_ms, burst, tokens, _db.dt_value(refilled_at))  # type: ignore[arg-type]
+                state.refill(self.now)
+                self.loaded[name] = state
+        for name in wanted:
+            self.loaded.setdefault(name, None)  # unconfigured: unlimited
+
+    def is_limited(self, name: str | None) -> bool:
+        return bool(name) and self.loaded.get(name) is not None  # type: ignore[arg-type]
+
+    def try_take(self, name: str | None, weight: float) -> bool:
+        state = self.loaded.get(name) if name else None
+        return True if state is None else state.try_take(weight)
+
+    def give(self, name: str | None, tokens: float) -> None:
+        """Refund (or, negative, charge more); never above capacity."""
+        state = self.loaded.get(name) if name else None
+        if state is not None:
+            state.tokens = min(float(state.capacity), state.tokens + tokens)
+
+    def save(self) -> None:
+        connection = _db.conn(self.using)
+        with connection.cursor() as cursor:
+            for name, state in self.loaded.items():
+                if state is not None:
+                    cursor.execute(
+                        "UPDATE boson_bucket SET tokens = %s, refilled_at = %s WHERE name = %s",
+                        [state.tokens, _db.dt_param(connection, state.refilled_at), name],
+                    )
+
+
+def reconcile(
+    using: str, now: datetime, rate_class: str | None, charged: float, actual: float | None
+) -> float:
+    """Correct an admission charge with the weight the handler reports; returns the new charge."""
+    if actual is None or not rate_class:
+        return charged
+    buckets = Buckets(using, now)
+    buckets.load({rate_class})
+    if buckets.is_limited(rate_class):
+        buckets.give(rate_class, charged - actual)
+        buckets.save()
+    return actual
+
+
+@_db.store_transaction
+def set_rate_limit(
+    name: str, limit: int, window_ms: int, burst: int = 0, *, using: str | None = None
+) -> Bucket:
+    """Create or retune a rate class's bucket. A new bucket starts full; a retuned one keeps
+    its tokens (capped at the new capacity). Idempotent."""
+    validation.name(name, "name")
+    limit = validation.whole(limit, "limit", minimum=1)
+    window_ms = validation.whole(window_ms, "window_ms", minimum=1)
+    burst = validation.whole(burst, "burst", minimum=0)
+    now = clock.now(using)
+    bucket = Bucket.objects.using(using).select_for_update().filter(name=name).first()
+    capacity = burst or limit
+    if bucket is None:
+        return Bucket.objects.using(using).create(
+            name=name, limit=limit, window_ms=window_ms, burst=burst, tokens=capacity, refilled_at=now
+        )
+    state = BucketState(bucket.limit, bucket.window_ms, bucket.burst, bucket.tokens, bucket.refilled_at)
+    state.refill(now)
+    bucket.limit, bucket.window_ms, bucket.burst = limit, window_ms, burst
+    bucket.tokens, bucket.refilled_at = min(state.tokens, float(capacity)), state.refilled_at
+    bucket.save(using=using)
+    return bucket
+
+
+def bucket_tokens(name: str, *, using: str | None = None) -> float | None:
+    """Tokens a bucket holds now on the store clock (read-only; None if unconfigured)."""
+    bucket: Any = Bucket.objects.using(_db.alias(using)).filter(name=name).first()
+    if bucket is None:
+        return None
+    state = BucketState(bucket.limit, bucket.window_ms, bucket.burst, bucket.tokens, bucket.refilled_at)
+    state.refill(clock.now(using))
+    return state.tokens

@@ -1,0 +1,77 @@
+"""Per-task policy: the TaskConfig row overrides code defaults, which override settings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from boson_django import conf, registry, validation
+from boson_django.models import TaskConfig
+from boson_django.services._db import store_transaction
+
+POLICY_FIELDS = (
+    "max_attempts", "max_active", "rate_class", "weight", "retention_ms",
+    "lease_ms", "timeout_ms", "crash_limit", "queue", "priority",
+)
+
+
+def task_configs(tasks: set[str], using: str) -> dict[str, dict[str, Any]]:
+    """The set fields of each task's TaskConfig row (one query for the batch)."""
+    if not tasks:
+        return {}
+    rows = TaskConfig.objects.using(using).filter(task__in=tasks).values()
+    return {row["task"]: {k: v for k, v in row.items() if k != "task" and v is not None} for row in rows}
+
+
+def resolve(task: str, given: dict[str, Any], row: dict[str, Any]) -> dict[str, Any]:
+    """Fill unset envelope fields: explicit > TaskConfig > @task defaults > settings."""
+    settings = conf.get()
+    base = {
+        "queue": "default",
+        "priority": 0,
+        "weight": 1.0,
+        "rate_class": None,
+        "max_attempts": settings.MAX_ATTEMPTS,
+        "retention_ms": settings.RETENTION_MS,
+        "lease_ms": settings.LEASE_MS,
+        "timeout_ms": None,
+        "crash_limit": settings.CRASH_LIMIT,
+        "unique_key": None,
+    }
+    code = registry.defaults_for(task)
+    merged = {**base, **{k: v for k, v in code.items() if v is not None}, **row}
+    merged.update({k: v for k, v in given.items() if v is not None})
+    return merged
+
+
+def _validated(fields: dict[str, Any]) -> dict[str, Any]:
+    unknown = set(fields) - set(POLICY_FIELDS)
+    if unknown:
+        raise validation.InvalidEnvelope(sorted(unknown)[0], f"is not a task policy field; use one of {POLICY_FIELDS}")
+    checks = {
+        "max_attempts": lambda v: validation.optional_whole(v, "max_attempts", minimum=1),
+        "max_active": lambda v: validation.optional_whole(v, "max_active", minimum=1),
+        "crash_limit": lambda v: validation.optional_whole(v, "crash_limit", minimum=1),
+        "retention_ms": lambda v: validation.optional_whole(v, "retention_ms"),
+        "lease_ms": lambda v: validation.optional_whole(v, "lease_ms", minimum=1),
+        "timeout_ms": lambda v: validation.optional_whole(v, "timeout_ms", minimum=1),
+        "weight": lambda v: None if v is None else validation.amount(v, "weight"),
+        "rate_class": lambda v: validation.optional_name(v, "rate_class"),
+        "queue": lambda v: validation.optional_name(v, "queue"),
+        "priority": lambda v: None if v is None else validation.priority(v),
+    }
+    return {key: checks[key](value) for key, value in fields.items()}
+
+
+@store_transaction
+def set_task_config(task: str, *, using: str | None = None, **fields: Any) -> TaskConfig:
+    """Write (create or update) the TaskConfig row; ``None`` clears a field back to code defaults.
+
+    Idempotent. Applies to jobs enqueued afterwards: a job's policy is fixed at enqueue.
+    """
+    validation.name(task, "task", max_len=255)
+    values = _validated(fields)
+    row, _ = TaskConfig.objects.using(using).get_or_create(task=task)
+    for key, value in values.items():
+        setattr(row, key, value)
+    row.save(using=using)
+    return row

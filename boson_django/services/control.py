@@ -1,0 +1,114 @@
+"""Operator controls: cancel, retry, release from quarantine, pause and resume queues."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from boson_django import clock, validation
+from boson_django.errors import UnknownJob
+from boson_django.models import Job, QuarantinedFingerprint, Queue
+from boson_django.services import _db, acks, buckets, history
+from boson_django.states import Event, JobState, allows
+
+CANCELLED_ERROR = "boson_django.errors.JobCancelled: cancelled by operator"
+
+
+def _locked(job_id: str, using: str) -> Job:
+    validation.name(job_id, "id", max_len=64)
+    job = Job.objects.using(using).select_for_update().filter(id=job_id).first()
+    if job is None:
+        raise UnknownJob(f"no job {job_id!r}")
+    return job
+
+
+@_db.store_transaction
+def cancel(job_id: str, *, using: str | None = None) -> bool:
+    """scheduled/available/retryable/running -> cancelled; ``False`` for a finished job.
+
+    Locks the job. A running job is cancelled at once and its lease revoked: the holder's
+    next ``renew`` reports it lost and every later write under that lease is refused.
+    Raises ``UnknownJob`` for an id the store does not hold. Idempotent in effect.
+    """
+    assert using is not None
+    job = _locked(job_id, using)
+    if not allows(job.state, Event.CANCEL):
+        return False
+    now = clock.now(using)
+    was_running = job.state == JobState.RUNNING.value
+    if was_running:
+        buckets.reconcile(using, now, job.rate_class, job.charged_weight, 0.0)
+        history.close_run(job.id, job.fence, outcome="cancelled", error=CANCELLED_ERROR, now=now, using=using)
+    else:
+        history.record(job, outcome="cancelled", error=CANCELLED_ERROR, now=now, using=using)
+    job.state = JobState.CANCELLED.value
+    job.last_error = CANCELLED_ERROR
+    job.lease_holder, job.lease_expires_at, job.charged_weight = None, None, 0.0
+    acks.finalize(job, now)
+    job.save(update_fields=[
+        "state", "last_error", "lease_holder", "lease_expires_at", "charged_weight", "finalized_at", "expires_at",
+    ])
+    return True
+
+
+@_db.store_transaction
+def retry(job_id: str, *, using: str | None = None) -> bool:
+    """failed/cancelled -> available now; ``False`` otherwise.
+
+    ``attempt`` keeps counting (history stays honest); if the job had spent its budget,
+    ``max_attempts`` is raised by one so it gets exactly one more try (as Oban does).
+    """
+    assert using is not None
+    job = _locked(job_id, using)
+    if not allows(job.state, Event.RETRY):
+        return False
+    now = clock.now(using)
+    history.record(job, outcome="retried", error="retried by operator", now=now, using=using)
+    job.max_attempts = max(job.max_attempts, job.attempt + 1)
+    job.save(update_fields=["max_attempts"])
+    _make_available(job, now)
+    return True
+
+
+@_db.store_transaction
+def release_quarantined(job_id: str, *, using: str | None = None) -> bool:
+    """quarantined -> available with crash_attempt 0, clearing the fingerprint.
+
+    Every job parked under the same fingerprint is released with it (they were parked
+    only because of it). ``False`` if the job is not quarantined.
+    """
+    assert using is not None
+    job = _locked(job_id, using)
+    if not allows(job.state, Event.RELEASE_QUARANTINE):
+        return False
+    now = clock.now(using)
+    QuarantinedFingerprint.objects.using(using).filter(fingerprint=job.fingerprint).delete()
+    parked = Job.objects.using(using).select_for_update().filter(
+        fingerprint=job.fingerprint, state=JobState.QUARANTINED.value
+    )
+    for each in parked:
+        history.record(each, outcome="quarantine_released", error="released by operator", now=now, using=using)
+        _make_available(each, now)
+    return True
+
+
+def _make_available(job: Job, now: Any) -> None:
+    job.state = JobState.AVAILABLE.value
+    job.crash_attempt = 0
+    job.run_at = now
+    job.finalized_at = job.expires_at = None
+    job.save(update_fields=["state", "crash_attempt", "run_at", "finalized_at", "expires_at"])
+
+
+@_db.store_transaction
+def pause_queue(name: str, *, using: str | None = None) -> None:
+    """Stop admitting from this queue (running jobs go on). Idempotent."""
+    validation.name(name, "name")
+    now = clock.now(using)
+    Queue.objects.using(using).update_or_create(name=name, defaults={"paused": True, "paused_at": now})
+
+
+@_db.store_transaction
+def resume_queue(name: str, *, using: str | None = None) -> None:
+    """Admit from this queue again. Idempotent."""
+    validation.name(name, "name")
+    Queue.objects.using(using).update_or_create(name=name, defaults={"paused": False, "paused_at": None})

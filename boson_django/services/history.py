@@ -1,0 +1,84 @@
+"""Runs and attempt records: open a run at admission, close it at the transition."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from boson_django.models import Run
+from boson_django.services import _db
+
+MAX_LOG_LINES = 200
+MAX_LOG_CHARS = 64_000
+
+
+def open_runs(jobs: Iterable[Mapping[str, Any]], worker_id: str, now: datetime, using: str) -> None:
+    """One insert for the whole admitted batch."""
+    Run.objects.using(using).bulk_create(
+        [
+            Run(
+                job_id=job["id"], task=job["task"], queue=job["queue"], attempt=job["attempt"] + 1,
+                fence=job["fence"], worker_id=worker_id, started_at=now,
+            )
+            for job in jobs
+        ]
+    )
+
+
+def bounded_logs(logs: Sequence[Any]) -> list[str]:
+    """Keep the last lines within the size bounds, saying how many were dropped."""
+    lines = [str(line) for line in logs]
+    kept: list[str] = []
+    total = 0
+    for line in reversed(lines[-MAX_LOG_LINES:]):
+        total += len(line)
+        if total > MAX_LOG_CHARS:
+            break
+        kept.append(line)
+    kept.reverse()
+    dropped = len(lines) - len(kept)
+    return ([f"[{dropped} earlier log lines dropped]"] if dropped else []) + kept
+
+
+def close_run(
+    job_id: str, fence: int, *, outcome: str, now: datetime, using: str,
+    error: str = "", logs: Sequence[Any] = (), recorded: bool = True,
+) -> int:
+    """Close the open run of this claim; returns how many were closed (0 or 1)."""
+    return (
+        Run.objects.using(using)
+        .filter(job_id=job_id, fence=fence, finished_at__isnull=True)
+        .update(finished_at=now, outcome=outcome, error=error or "", logs=bounded_logs(logs), recorded=recorded)
+    )
+
+
+def close_runs(
+    closing: Sequence[tuple[str, int]], *, outcome: str, error: str, now: datetime, using: str
+) -> None:
+    """Close many runs with one outcome (sweeps): one statement."""
+    if not closing:
+        return
+    connection = _db.conn(using)
+    pairs = ", ".join(["(%s, %s)"] * len(closing))
+    params: list[Any] = [_db.dt_param(connection, now), outcome, error]
+    for job_id, fence in closing:
+        params += [job_id, fence]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE boson_run SET finished_at = %s, outcome = %s, error = %s, recorded = TRUE "
+            f"WHERE finished_at IS NULL AND (job_id, fence) IN (VALUES {pairs})",
+            params,
+        )
+
+
+def record(
+    job: Mapping[str, Any] | Any, *, outcome: str, now: datetime, using: str, error: str = ""
+) -> None:
+    """An attempt record for an event that ran no handler (cancel, retry, quarantine, release)."""
+    get = job.get if isinstance(job, Mapping) else lambda k: getattr(job, k)
+    Run.objects.using(using).create(
+        job_id=get("id"), task=get("task"), queue=get("queue"), attempt=get("attempt"),
+        fence=get("fence"), worker_id="", started_at=now, finished_at=now, outcome=outcome,
+        error=error, logs=[], recorded=True,
+    )

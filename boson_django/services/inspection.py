@@ -1,0 +1,141 @@
+"""Reads for operators and code: job state, attempt records, counts, lists, stats.
+
+List reads never load payloads or results; results, output and progress are read only
+by the explicit ``get_*`` calls.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from boson_django.models import Job, JobData, Run
+from boson_django.services import _db
+from boson_django.services.jobrows import envelope_from_job
+from boson_django.services.types import (
+    AttemptRecord, Envelope, JobInfo, JobOutput, JobProgress, JobResult, RunInfo,
+)
+from boson_django.states import JobState
+
+_INFO_FIELDS = (
+    "id", "task", "queue", "state", "priority", "run_at", "attempt", "crash_attempt", "fence",
+    "enqueued_at", "finalized_at", "lease_holder", "lease_expires_at",
+)
+_RUN_FIELDS = (
+    "id", "job_id", "task", "queue", "attempt", "fence", "worker_id", "started_at",
+    "finished_at", "outcome", "error", "recorded",
+)
+
+
+def job_state(job_id: str, *, using: str | None = None) -> tuple[Envelope, str] | None:
+    job = Job.objects.using(_db.alias(using)).filter(id=job_id).first()
+    return None if job is None else (envelope_from_job(job), job.state)
+
+
+def errors(job_id: str, *, using: str | None = None) -> list[AttemptRecord]:
+    """Closed attempt records, oldest first."""
+    runs = (
+        Run.objects.using(_db.alias(using))
+        .filter(job_id=job_id, recorded=True, finished_at__isnull=False)
+        .order_by("finished_at", "id")
+    )
+    return [
+        AttemptRecord(r.attempt, r.fence, r.outcome, r.error, list(r.logs or []), r.finished_at, r.worker_id)  # type: ignore[arg-type]
+        for r in runs
+    ]
+
+
+def counts(queue: str | None = None, *, using: str | None = None) -> dict[str, int]:
+    """Jobs per state (every state present, zero included)."""
+    qs = Job.objects.using(_db.alias(using))
+    if queue is not None:
+        qs = qs.filter(queue=queue)
+    found = dict(qs.order_by().values_list("state").annotate(n=_count()).values_list("state", "n"))
+    return {state.value: found.get(state.value, 0) for state in JobState}
+
+
+def _count() -> Any:
+    from django.db.models import Count
+
+    return Count("id")
+
+
+def list_jobs(
+    state: str | None = None, queue: str | None = None, task: str | None = None,
+    offset: int = 0, limit: int = 100, *, using: str | None = None,
+) -> list[JobInfo]:
+    """Priority then age within a queue; never loads payloads or results."""
+    qs = Job.objects.using(_db.alias(using))
+    for field, value in (("state", state), ("queue", queue), ("task", task)):
+        if value is not None:
+            qs = qs.filter(**{field: str(value)})
+    rows = qs.order_by("queue", "-priority", "run_at", "id").values(*_INFO_FIELDS)[offset : offset + limit]
+    return [JobInfo(**row) for row in rows]
+
+
+def list_runs(
+    job_id: str | None = None, offset: int = 0, limit: int = 100, *, using: str | None = None
+) -> list[RunInfo]:
+    """Runs newest first (optionally of one job)."""
+    qs = Run.objects.using(_db.alias(using))
+    if job_id is not None:
+        qs = qs.filter(job_id=job_id)
+    rows = qs.order_by("-started_at", "-id").values(*_RUN_FIELDS)[offset : offset + limit]
+    return [RunInfo(**row) for row in rows]
+
+
+def count_runs_since(at: datetime, *, using: str | None = None) -> int:
+    """Runs started at or after ``at`` (store time)."""
+    return Run.objects.using(_db.alias(using)).filter(started_at__gte=at).count()
+
+
+def all_enqueued(*, using: str | None = None) -> list[Envelope]:
+    """Every job the store holds, id-ordered (deleted jobs are gone)."""
+    return [envelope_from_job(job) for job in Job.objects.using(_db.alias(using)).order_by("id").iterator()]
+
+
+def task_run_stats(task: str, *, using: str | None = None) -> dict[str, Any]:
+    """Finished runs of ``task``: counts per outcome and run-time percentiles in ms."""
+    runs = Run.objects.using(_db.alias(using)).filter(task=task, finished_at__isnull=False)
+    by_outcome: dict[str, int] = {}
+    durations: list[float] = []
+    for outcome, started, finished in runs.values_list("outcome", "started_at", "finished_at").iterator():
+        by_outcome[outcome] = by_outcome.get(outcome, 0) + 1
+        durations.append((finished - started).total_seconds() * 1000)
+    durations.sort()
+    return {
+        "task": task,
+        "runs": len(durations),
+        "outcomes": by_outcome,
+        "p50_ms": _percentile(durations, 0.50),
+        "p95_ms": _percentile(durations, 0.95),
+    }
+
+
+def _percentile(sorted_values: list[float], q: float) -> float | None:
+    if not sorted_values:
+        return None
+    index = min(len(sorted_values) - 1, max(0, round(q * (len(sorted_values) - 1))))
+    return sorted_values[index]
+
+
+def _data(job_id: str, kind: str, using: str | None) -> JobData | None:
+    return JobData.objects.using(_db.alias(using)).filter(job_id=job_id, kind=kind).first()
+
+
+def get_output(job_id: str, *, using: str | None = None) -> JobOutput | None:
+    row = _data(job_id, JobData.Kind.OUTPUT, using)
+    return None if row is None else JobOutput(row.job_id, row.attempt, row.fence, row.at, row.data)
+
+
+def get_progress(job_id: str, *, using: str | None = None) -> JobProgress | None:
+    row = _data(job_id, JobData.Kind.PROGRESS, using)
+    if row is None:
+        return None
+    data = row.data or {}
+    return JobProgress(row.job_id, row.attempt, row.fence, row.at, data.get("current", 0), data.get("total"), data.get("message", ""))
+
+
+def get_result(job_id: str, *, using: str | None = None) -> JobResult | None:
+    row = _data(job_id, JobData.Kind.RESULT, using)
+    return None if row is None else JobResult(row.job_id, row.attempt, row.fence, row.at, row.data)

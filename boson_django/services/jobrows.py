@@ -1,0 +1,37 @@
+"""Reading job rows fetched by raw SQL back into envelopes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from boson_django.services import _db
+from boson_django.services.types import Envelope
+
+JOB_COLUMNS = (
+    "id, task, queue, state, priority, args, kwargs, meta, unique_key, fingerprint, weight, "
+    "rate_class, max_attempts, retention_ms, lease_ms, timeout_ms, crash_limit, attempt, "
+    "crash_attempt, fence, lease_holder, lease_expires_at, charged_weight, checkpoint, run_at"
+)
+
+
+def envelope_from_row(row: dict[str, Any]) -> Envelope:
+    return Envelope(
+        id=row["id"], task=row["task"], queue=row["queue"],
+        args=_db.from_json(row["args"]), kwargs=_db.from_json(row["kwargs"]),
+        priority=row["priority"], run_at=_db.dt_value(row["run_at"]),
+        unique_key=row["unique_key"], fingerprint=row["fingerprint"], weight=row["weight"],
+        rate_class=row["rate_class"], max_attempts=row["max_attempts"],
+        retention_ms=row["retention_ms"], lease_ms=row["lease_ms"],
+        timeout_ms=row["timeout_ms"], meta=_db.from_json(row["meta"]),
+    )
+
+
+def envelope_from_job(job: Any) -> Envelope:
+    """The envelope of a Job model instance."""
+    return Envelope(
+        id=job.id, task=job.task, queue=job.queue, args=job.args, kwargs=job.kwargs,
+        priority=job.priority, run_at=job.run_at, unique_key=job.unique_key,
+        fingerprint=job.fingerprint, weight=job.weight, rate_class=job.rate_class,
+        max_attempts=job.max_attempts, retention_ms=job.retention_ms, lease_ms=job.lease_ms,
+        timeout_ms=job.timeout_ms, meta=job.meta,
+    )

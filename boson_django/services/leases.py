@@ -1,0 +1,141 @@
+"""Fenced access: every write under a lease goes through :func:`hold`.
+
+A write succeeds only if the job is ``running``, its fence equals the caller's and the
+lease has not expired on the store clock. The row is locked first (PostgreSQL
+``FOR UPDATE``; SQLite holds the write lock for the whole transaction), so a reclaim
+or cancel cannot slip in between the check and the write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from boson_django import clock, validation
+from boson_django.errors import LeaseRejected
+from boson_django.models import Job, JobData
+from boson_django.services import _db, buckets, history
+from boson_django.services.types import JobOutput, JobProgress, LeaseRef
+from boson_django.states import Event, JobState, allows
+
+
+def as_lease(lease: Any) -> LeaseRef:
+    try:
+        job_id, fence = lease
+    except (TypeError, ValueError):
+        raise validation.InvalidEnvelope("lease", f"must be a (job_id, fence) pair, got {lease!r}") from None
+    return LeaseRef(validation.name(job_id, "lease.job_id", max_len=64), validation.whole(fence, "lease.fence"))
+
+
+def hold(lease: Any, now: datetime, using: str) -> Job:
+    """The locked job row this lease still holds, or ``LeaseRejected``."""
+    ref = as_lease(lease)
+    job = (
+        Job.objects.using(using).select_for_update()
+        .filter(id=ref.job_id, fence=ref.fence, state=JobState.RUNNING.value, lease_expires_at__gt=now)
+        .first()
+    )
+    if job is None:
+        raise LeaseRejected(_why(ref, now, using))
+    return job
+
+
+def _why(ref: LeaseRef, now: datetime, using: str) -> str:
+    job = Job.objects.using(using).filter(id=ref.job_id).values("state", "fence", "lease_expires_at").first()
+    if job is None:
+        return f"job {ref.job_id} no longer exists"
+    if job["fence"] != ref.fence:
+        return f"job {ref.job_id}: fence {ref.fence} is stale (current fence {job['fence']})"
+    if job["state"] != JobState.RUNNING.value:
+        return f"job {ref.job_id} is {job['state']}, not running"
+    return f"job {ref.job_id}: lease expired at {job['lease_expires_at']} (store time {now})"
+
+
+@_db.store_transaction
+def renew(leases: Sequence[Any], lease_ms: int, *, using: str | None = None) -> list[str]:
+    """Extend every lease still held, in one statement; returns the ids of those LOST.
+
+    Lost means expired on the store clock (reclaimed or not), re-claimed by another
+    worker (fence moved), cancelled, finished or deleted. Never raises for a lost lease.
+    """
+    refs = [as_lease(lease) for lease in leases]
+    lease_ms = validation.whole(lease_ms, "lease_ms", minimum=1)
+    if not refs:
+        return []
+    connection = _db.conn(using)
+    now = clock.now(using)
+    pairs = ", ".join(["(%s, %s)"] * len(refs))
+    params: list[Any] = [_db.dt_param(connection, now + timedelta(milliseconds=lease_ms)), _db.dt_param(connection, now)]
+    for ref in refs:
+        params += [ref.job_id, ref.fence]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE boson_job SET lease_expires_at = %s WHERE state = 'running' "
+            f"AND lease_expires_at > %s AND (id, fence) IN (VALUES {pairs}) RETURNING id",
+            params,
+        )
+        kept = {row[0] for row in cursor.fetchall()}
+    return [ref.job_id for ref in refs if ref.job_id not in kept]
+
+
+@_db.store_transaction
+def release(lease: Any, *, using: str | None = None) -> None:
+    """Graceful hand-back on shutdown: running -> available, attempt and crash count kept.
+
+    Refunds the admission charge (the job will be charged again when re-admitted) and
+    records the attempt as ``released``. ``LeaseRejected`` if the lease is not held.
+    """
+    assert using is not None
+    now = clock.now(using)
+    job = hold(lease, now, using)
+    assert allows(job.state, Event.RELEASE)
+    buckets.reconcile(using, now, job.rate_class, job.charged_weight, 0.0)
+    Job.objects.using(using).filter(id=job.id).update(
+        state=JobState.AVAILABLE.value, lease_holder=None, lease_expires_at=None,
+        charged_weight=0.0, run_at=now,
+    )
+    history.close_run(job.id, job.fence, outcome="released", now=now, using=using)
+
+
+@_db.store_transaction
+def checkpoint(lease: Any, data: Any, *, using: str | None = None) -> None:
+    """Persist step state; the next admission of this job hands it back."""
+    validation.json_text(data, "data")
+    assert using is not None
+    job = hold(lease, clock.now(using), using)
+    Job.objects.using(using).filter(id=job.id).update(checkpoint=data)
+
+
+def put_data(job: Job, kind: str, data: Any, now: datetime, using: str) -> None:
+    """Upsert one fenced side-data row; called only while the lease is held."""
+    JobData.objects.using(using).update_or_create(
+        job_id=job.id, kind=kind, defaults={"attempt": job.attempt + 1, "fence": job.fence, "at": now, "data": data}
+    )
+
+
+@_db.store_transaction
+def write_output(lease: Any, data: Any, *, using: str | None = None) -> JobOutput:
+    """Store the handler's output (the latest write wins) under the lease."""
+    validation.json_text(data, "data")
+    assert using is not None
+    now = clock.now(using)
+    job = hold(lease, now, using)
+    put_data(job, JobData.Kind.OUTPUT, data, now, using)
+    return JobOutput(job.id, job.attempt + 1, job.fence, now, data)
+
+
+@_db.store_transaction
+def write_progress(
+    lease: Any, current: float, total: float | None = None, message: str = "", *, using: str | None = None
+) -> JobProgress:
+    """Store progress (``current`` of ``total``) under the lease."""
+    current = validation.amount(current, "current")
+    total = None if total is None else validation.amount(total, "total")
+    if not isinstance(message, str):
+        raise validation.InvalidEnvelope("message", f"must be a string, got {type(message).__name__}")
+    assert using is not None
+    now = clock.now(using)
+    job = hold(lease, now, using)
+    put_data(job, JobData.Kind.PROGRESS, {"current": current, "total": total, "message": message}, now, using)
+    return JobProgress(job.id, job.attempt + 1, job.fence, now, current, total, message)

@@ -1,0 +1,117 @@
+"""The three sweeps. Each is bounded by ``limit`` and safe on many nodes at once:
+PostgreSQL rows are taken with ``SKIP LOCKED``, so two sweepers never touch one job."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from boson_django import clock, policies, validation
+from boson_django.models import QuarantinedFingerprint
+from boson_django.services import _db, acks, history
+from boson_django.services.types import Reclaimed
+from boson_django.states import PENDING, TERMINAL, JobState
+
+_PENDING_SQL = ", ".join(f"'{s.value}'" for s in sorted(PENDING))
+_TERMINAL_SQL = ", ".join(f"'{s.value}'" for s in sorted(TERMINAL))
+
+
+def _pick(using: str, where: str, order: str, params: list[Any], limit: int, columns: str = "id") -> list[dict[str, Any]]:
+    connection = _db.conn(using)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {columns} FROM boson_job WHERE {where} ORDER BY {order} LIMIT %s"
+            f"{_db.lock_rows_skip_locked(connection)}",
+            params + [limit],
+        )
+        return _db.fetch_dicts(cursor)
+
+
+@_db.store_transaction
+def promote_due(limit: int = 1000, *, using: str | None = None) -> int:
+    """scheduled/retryable jobs whose run_at has come -> available. Returns how many."""
+    limit = validation.whole(limit, "limit")
+    assert using is not None
+    connection = _db.conn(using)
+    now = _db.dt_param(connection, clock.now(using))
+    due = [r["id"] for r in _pick(using, f"state IN ({_PENDING_SQL}) AND run_at <= %s", "run_at", [now], limit)]
+    if not due:
+        return 0
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE boson_job SET state = 'available' WHERE state IN ({_PENDING_SQL}) "
+            f"AND id IN ({_db.placeholders(due)})",
+            due,
+        )
+        return cursor.rowcount
+
+
+@_db.store_transaction
+def reclaim_expired(limit: int = 1000, *, using: str | None = None) -> list[Reclaimed]:
+    """running jobs whose lease expired -> available (crash_attempt + 1), or quarantined
+    when that brings crash_attempt to the job's crash limit (its fingerprint registered).
+
+    ``attempt`` is left alone: a crash does not burn a retry. Records ``lease_lost``.
+    """
+    limit = validation.whole(limit, "limit")
+    assert using is not None
+    now = clock.now(using)
+    connection = _db.conn(using)
+    rows = _pick(
+        using, "state = 'running' AND lease_expires_at <= %s", "lease_expires_at",
+        [_db.dt_param(connection, now)], limit,
+        columns="id, task, fence, crash_attempt, crash_limit, fingerprint, lease_holder",
+    )
+    if not rows:
+        return []
+    out: list[Reclaimed] = []
+    for target in (JobState.AVAILABLE, JobState.QUARANTINED):
+        group = [r for r in rows if _reclaim_target(r) is target]
+        _move_reclaimed(group, target, now, connection)
+        out += [Reclaimed(r["id"], r["fence"], target.value, r["crash_attempt"] + 1) for r in group]
+    history.close_runs(
+        [(r["id"], r["fence"]) for r in rows], outcome="lease_lost",
+        error="boson_django.errors.LeaseLost: lease expired: the worker stopped renewing (crash, kill or stall)", now=now, using=using,
+    )
+    _register_fingerprints([r for r in rows if _reclaim_target(r) is JobState.QUARANTINED], now, using)
+    return out
+
+
+def _reclaim_target(row: dict[str, Any]) -> JobState:
+    limit = row["crash_limit"] or 1
+    return JobState.QUARANTINED if policies.quarantines(row["crash_attempt"] + 1, limit) else JobState.AVAILABLE
+
+
+def _move_reclaimed(group: list[dict[str, Any]], target: JobState, now: datetime, connection: Any) -> None:
+    if not group:
+        return
+    ids = [r["id"] for r in group]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE boson_job SET state = %s, crash_attempt = crash_attempt + 1, lease_holder = NULL, "
+            "lease_expires_at = NULL, run_at = %s, last_error = %s "
+            f"WHERE state = 'running' AND id IN ({_db.placeholders(ids)})",
+            [target.value, _db.dt_param(connection, now), "boson_django.errors.LeaseLost: lease expired (worker crash or stall)", *ids],
+        )
+
+
+def _register_fingerprints(rows: list[dict[str, Any]], now: datetime, using: str) -> None:
+    for row in rows:
+        QuarantinedFingerprint.objects.using(using).get_or_create(
+            fingerprint=row["fingerprint"],
+            defaults={
+                "task": row["task"], "job_id": row["id"], "quarantined_at": now,
+                "reason": f"job {row['id']} lost its lease {row['crash_attempt'] + 1} times",
+            },
+        )
+
+
+@_db.store_transaction
+def evict_retained(limit: int = 1000, *, using: str | None = None) -> int:
+    """Delete finished jobs whose retention has passed. Quarantined jobs never expire."""
+    limit = validation.whole(limit, "limit")
+    assert using is not None
+    connection = _db.conn(using)
+    now = _db.dt_param(connection, clock.now(using))
+    gone = [r["id"] for r in _pick(using, f"state IN ({_TERMINAL_SQL}) AND expires_at <= %s", "expires_at", [now], limit)]
+    return acks.delete_jobs(gone, using)

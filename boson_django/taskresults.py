@@ -1,0 +1,70 @@
+"""Django ``TaskResult`` views of boson jobs, and the status mapping.
+
+| boson state                        | Django status |
+|------------------------------------|---------------|
+| scheduled, available, retryable    | READY         |
+| running                            | RUNNING       |
+| completed, skipped                 | SUCCESSFUL    |
+| failed, cancelled, quarantined     | FAILED        |
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from boson_django import registry
+from boson_django.compat import TaskError, TaskResult, TaskResultStatus
+from boson_django.models import Job, JobData, Run
+from boson_django.states import ATTEMPT_SPENDING, JobState
+
+STATUS = {
+    JobState.SCHEDULED: TaskResultStatus.READY,
+    JobState.AVAILABLE: TaskResultStatus.READY,
+    JobState.RETRYABLE: TaskResultStatus.READY,
+    JobState.RUNNING: TaskResultStatus.RUNNING,
+    JobState.COMPLETED: TaskResultStatus.SUCCESSFUL,
+    JobState.SKIPPED: TaskResultStatus.SUCCESSFUL,
+    JobState.FAILED: TaskResultStatus.FAILED,
+    JobState.CANCELLED: TaskResultStatus.FAILED,
+    JobState.QUARANTINED: TaskResultStatus.FAILED,
+}
+_SPENDING = {o.value for o in ATTEMPT_SPENDING}
+
+
+def task_error(text: str) -> TaskError:
+    """Errors are stored as ``dotted.ExceptionClass: message`` then the traceback."""
+    header = (text or "").split("\n", 1)[0]
+    path = header.split(":", 1)[0].strip()
+    if not path or " " in path:
+        path = "builtins.Exception"
+    elif "." not in path:
+        path = f"builtins.{path}"
+    return TaskError(exception_class_path=path, traceback=text)
+
+
+def build_result(job_id: str, backend_alias: str, *, using: str) -> Any | None:
+    job = Job.objects.using(using).filter(id=job_id).first()
+    if job is None:
+        return None
+    runs = list(
+        Run.objects.using(using).filter(job_id=job_id).order_by("started_at", "id")
+        .values_list("worker_id", "outcome", "error", "finished_at", "recorded")
+    )
+    worker_ids = [w for w, outcome, _, finished, _ in runs if finished is None or outcome in _SPENDING]
+    errors = [task_error(err) for _, outcome, err, _, recorded in runs if recorded and err]
+    if job.state in (JobState.CANCELLED.value, JobState.QUARANTINED.value) and not errors:
+        errors.append(task_error(job.last_error))
+    task = registry.get(job.task) or _placeholder(job.task)
+    result = TaskResult(
+        task=task, id=job.id, status=STATUS[JobState(job.state)], enqueued_at=job.enqueued_at,
+        started_at=job.started_at, finished_at=job.finalized_at, last_attempted_at=job.attempted_at,
+        args=job.args, kwargs=job.kwargs, backend=backend_alias, errors=errors, worker_ids=worker_ids,
+    )
+    if job.state == JobState.COMPLETED.value:
+        data = JobData.objects.using(using).filter(job_id=job_id, kind=JobData.Kind.RESULT).values_list("data", flat=True).first()
+        object.__setattr__(result, "_return_value", data)
+    return result
+
+
+def _placeholder(name: str) -> Any:
+    raise LookupError(f"job names task {name!r}, which is not a registered task")

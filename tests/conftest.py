@@ -1,0 +1,65 @@
+"""Shared fixtures: a frozen store clock, database marks, job factories."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+from django.db import connection
+
+from boson_django import clock
+
+EPOCH = datetime(2030, 1, 1, tzinfo=timezone.utc)
+
+
+def pytest_collection_modifyitems(config, items):
+    from django.conf import settings
+
+    on_postgres = settings.DATABASES["default"]["ENGINE"].endswith("postgresql")
+    skip = pytest.mark.skip(reason="needs PostgreSQL (row locks / SKIP LOCKED); run with BOSON_TEST_DB=postgres")
+    for item in items:
+        if "postgres" in item.keywords and not on_postgres:
+            item.add_marker(skip)
+
+
+def pytest_report_header(config):
+    from django.conf import settings
+
+    return f"boson store: {settings.DATABASES['default']['ENGINE']}"
+
+
+class FrozenClock:
+    """The store clock, frozen; step it with ``advance(ms)``. Seen by every process."""
+
+    def __init__(self, at: datetime):
+        self.at = clock.freeze(at)
+
+    def now(self) -> datetime:
+        return clock.now()
+
+    def advance(self, ms: int) -> datetime:
+        return clock.advance(ms)
+
+    def freeze(self, at: datetime) -> datetime:
+        return clock.freeze(at)
+
+
+@pytest.fixture
+def store_clock(db):
+    """Freeze the store clock at 2030-01-01T00:00Z for the test."""
+    frozen = FrozenClock(EPOCH)
+    yield frozen
+    clock.unfreeze()
+
+
+@pytest.fixture
+def live_clock(transactional_db):
+    """A frozen clock committed to the database, for tests with threads or processes."""
+    frozen = FrozenClock(EPOCH)
+    yield frozen
+    clock.unfreeze()
+
+
+@pytest.fixture
+def vendor() -> str:
+    return connection.vendor
