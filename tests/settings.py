@@ -35,7 +35,10 @@ if DB == "postgres":
         }
     }
 else:
-    _path = os.path.join(tempfile.gettempdir(), f"boson_test_{os.getpid()}.sqlite3")
+    # Worker subprocesses started by tests inherit BOSON_SQLITE_PATH and share the file.
+    _path = os.environ.setdefault(
+        "BOSON_SQLITE_PATH", os.path.join(tempfile.gettempdir(), f"boson_test_{os.getpid()}.sqlite3")
+    )
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
