@@ -1,0 +1,38 @@
+"""The Tasks backend's enqueue side: names, policy precedence, results before running."""
+
+from boson_django import services
+from boson_django.compat import TaskResultStatus
+from boson_django.models import Job
+from tests.testapp.tasks import add, rebuild_index, send_mail
+
+
+def test_enqueue_through_django_api_uses_module_path(store_clock):
+    result = add.enqueue(1, 2)
+    assert result.status == TaskResultStatus.READY
+    job = Job.objects.get(id=result.id)
+    assert job.task == "tests.testapp.tasks.add"
+    assert (job.args, job.kwargs) == ([1, 2], {})
+    assert add.get_result(result.id).id == result.id
+
+
+def test_code_defaults_apply_then_task_config_overrides(store_clock):
+    first = Job.objects.get(id=send_mail.enqueue("a@x").id)
+    assert (first.max_attempts, first.rate_class, first.weight) == (3, "smtp", 2.0)
+    services.set_task_config("tests.testapp.tasks.send_mail", max_attempts=7, weight=1)
+    second = Job.objects.get(id=send_mail.enqueue("b@x").id)
+    assert (second.max_attempts, second.rate_class, second.weight) == (7, "smtp", 1.0)
+
+
+def test_using_overrides_task_config(store_clock):
+    services.set_task_config("tests.testapp.tasks.send_mail", max_attempts=7, queue="mail")
+    job = Job.objects.get(id=send_mail.using(max_attempts=9, queue_name="urgent").enqueue("c@x").id)
+    assert (job.max_attempts, job.queue) == (9, "urgent")
+    plain = Job.objects.get(id=send_mail.enqueue("d@x").id)
+    assert plain.queue == "mail"
+
+
+def test_static_unique_key_deduplicates(store_clock):
+    first = rebuild_index.enqueue()
+    second = rebuild_index.enqueue()
+    assert first.id == second.id
+    assert Job.objects.filter(task="tests.testapp.tasks.rebuild_index").count() == 1
