@@ -20,3 +20,14 @@ def test_enqueue_scheduled_then_promoted(store_clock):
     store_clock.advance(5000)
     assert services.promote_due(10) == 1
     assert state_of(job_id) == "available"
+
+
+def test_find_problems_is_empty_after_a_lifecycle_and_names_a_broken_row(store_clock):
+    from boson_django.models import Job
+
+    unit = running_job()
+    services.ack(unit.lease, Outcome.RETRY, error="x")
+    assert services.find_problems() == []
+    Job.objects.filter(id=unit.lease.job_id).update(state="running")
+    problems = {p.rule: p.job_ids for p in services.find_problems()}
+    assert problems["running job without a lease"] == [unit.lease.job_id]
