@@ -7,18 +7,19 @@ from typing import Any
 from django.db.backends.signals import connection_created
 from django.dispatch import receiver
 
-from boson_django import conf
-
 
 @receiver(connection_created)
 def tune_sqlite(sender: Any, connection: Any, **kwargs: Any) -> None:
-    """WAL lets readers run beside the one writer; busy_timeout makes writers wait, not fail."""
+    """WAL lets readers run beside the one writer, so workers polling never block an ack.
+
+    Waiting for the write lock is left to Django's ``OPTIONS["timeout"]`` (busy timeout);
+    store transactions also retry a bounded number of times (``SQLITE_BUSY_RETRIES``).
+    """
     if connection.vendor != "sqlite":
         return
+    name = str(connection.settings_dict.get("NAME") or "")
+    if not name or ":memory:" in name or "mode=memory" in name:
+        return
     with connection.cursor() as cursor:
-        name = connection.settings_dict.get("NAME") or ""
-        if name and ":memory:" not in str(name) and "mode=memory" not in str(name):
-            cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA synchronous=NORMAL")
-        timeout_ms = int(float(connection.settings_dict.get("OPTIONS", {}).get("timeout", 20)) * 1000)
-        cursor.execute(f"PRAGMA busy_timeout={max(timeout_ms, conf.get().LEASE_MS // 10):d}")
