@@ -41,7 +41,12 @@ class Outcome(str, enum.Enum):
 
 
 class Event(str, enum.Enum):
-    """Everything that moves a job, besides the ack outcomes."""
+    """Everything that moves a job, besides the ack outcomes.
+
+    Values must differ from every :class:`Outcome` value: both are ``str`` enums, so an
+    equal value would make ``(state, Event.X)`` and ``(state, Outcome.X)`` the same key
+    of :data:`TRANSITIONS` (an operator retry would inherit the RETRY ack's rows).
+    """
 
     PROMOTE = "promote_due"
     ADMIT = "admit"
@@ -49,9 +54,11 @@ class Event(str, enum.Enum):
     RECLAIM = "reclaim"
     CANCEL = "cancel"
     RELEASE_QUARANTINE = "release_quarantine"
-    RETRY = "retry"
+    RETRY = "operator_retry"
     EVICT = "evict"
 
+
+assert not {e.value for e in Event} & {o.value for o in Outcome}, "Event and Outcome values must not overlap"
 
 S = JobState
 #: The state after the job is deleted (not a state: the row is gone).
