@@ -86,7 +86,8 @@ def release_quarantined(job_id: str, *, using: str | None = None) -> bool:
         fingerprint=job.fingerprint, state=JobState.QUARANTINED.value
     )
     for each in parked:
-        history.record(each, outcome="quarantine_released", error="released by operator", now=now, using=using)
+        # "unquarantined" fits Run.outcome (16 chars; PostgreSQL enforces it, SQLite does not).
+        history.record(each, outcome="unquarantined", error="released by operator", now=now, using=using)
         _make_available(each, now)
     return True
 
