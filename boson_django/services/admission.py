@@ -29,18 +29,22 @@ class _ActiveLimits:
         self.using = using
         self.free: dict[str, int | None] = {}
 
-    def load(self, tasks: set[str]) -> None:
+    def load(self, tasks: set[str], *, wait: bool = True) -> None:
+        """Lock the caps of ``tasks``; ``wait=False`` treats caps another admitter holds as full."""
         wanted = sorted(t for t in tasks if t not in self.free)
         if not wanted:
             return
         connection = _db.conn(self.using)
+        lock = _db.lock_rows(connection) if wait else _db.lock_rows_skip_locked(connection)
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT task, max_active FROM boson_task_config WHERE max_active IS NOT NULL "
-                f"AND task IN ({_db.placeholders(wanted)}) ORDER BY task{_db.lock_rows(connection)}",
+                f"AND task IN ({_db.placeholders(wanted)}) ORDER BY task{lock}",
                 wanted,
             )
             limits = dict(cursor.fetchall())
+            if not wait:
+                limits.update(self._held_elsewhere([t for t in wanted if t not in limits], cursor))
             capped = sorted(limits)
             running: dict[str, int] = {}
             if capped:
@@ -52,6 +56,18 @@ class _ActiveLimits:
                 running = dict(cursor.fetchall())
         for task in wanted:
             self.free[task] = limits[task] - running.get(task, 0) if task in limits else None
+
+    @staticmethod
+    def _held_elsewhere(tasks: list[str], cursor: Any) -> dict[str, int]:
+        """Capped tasks whose row was skipped as locked: no free slot this admission."""
+        if not tasks:
+            return {}
+        cursor.execute(
+            "SELECT task FROM boson_task_config WHERE max_active IS NOT NULL "
+            f"AND task IN ({_db.placeholders(tasks)})",
+            tasks,
+        )
+        return {row[0]: 0 for row in cursor.fetchall()}
 
     def try_take(self, task: str) -> bool:
         free = self.free.get(task)
@@ -112,12 +128,14 @@ def _pick(
     picked: list[dict[str, Any]] = []
     blocked_classes: set[str] = set()
     blocked_tasks: set[str] = set()
-    for _ in range(MAX_ROUNDS):
+    for round_no in range(MAX_ROUNDS):
         need = limit - len(picked)
         taken = [c["id"] for c in picked]
         found = _candidates(using, lanes, paused, blocked_classes, blocked_tasks, taken, need)
-        buckets.load({c["rate_class"] for c in found if c["rate_class"]})
-        caps.load({c["task"] for c in found})
+        # Only the first round waits for locks (buckets, then caps, each in name order);
+        # later rounds already hold some and must not wait for more: no lock-order cycles.
+        buckets.load({c["rate_class"] for c in found if c["rate_class"]}, wait=round_no == 0)
+        caps.load({c["task"] for c in found}, wait=round_no == 0)
         for cand in found:
             if cand["task"] in blocked_tasks or cand["rate_class"] in blocked_classes:
                 continue

@@ -18,30 +18,44 @@ class Buckets:
         self.using = using
         self.now = now
         self.loaded: dict[str, BucketState | None] = {}
+        self.busy: set[str] = set()
 
-    def load(self, names: set[str]) -> None:
-        """Lock (PostgreSQL: FOR UPDATE, in name order) and refill the named buckets."""
-        wanted = sorted(n for n in names if n and n not in self.loaded)
+    def load(self, names: set[str], *, wait: bool = True) -> None:
+        """Lock (PostgreSQL: FOR UPDATE, in name order) and refill the named buckets.
+
+        ``wait=False`` skips buckets another transaction holds and marks them busy (no
+        tokens this time): a caller already holding locks must not wait for more, or two
+        admitters locking in different rounds could deadlock.
+        """
+        wanted = sorted(n for n in names if n and n not in self.loaded and n not in self.busy)
         if not wanted:
             return
         connection = _db.conn(self.using)
+        lock = _db.lock_rows(connection) if wait else _db.lock_rows_skip_locked(connection)
         with connection.cursor() as cursor:
             cursor.execute(
                 'SELECT name, "limit", window_ms, burst, tokens, refilled_at FROM boson_bucket '
-                f"WHERE name IN ({_db.placeholders(wanted)}) ORDER BY name{_db.lock_rows(connection)}",
+                f"WHERE name IN ({_db.placeholders(wanted)}) ORDER BY name{lock}",
                 wanted,
             )
             for name, limit, window_ms, burst, tokens, refilled_at in cursor.fetchall():
                 state = BucketState(limit, window_ms, burst, tokens, _db.dt_value(refilled_at))  # type: ignore[arg-type]
                 state.refill(self.now)
                 self.loaded[name] = state
+            missing = [n for n in wanted if n not in self.loaded]
+            if missing and not wait:
+                cursor.execute(f"SELECT name FROM boson_bucket WHERE name IN ({_db.placeholders(missing)})", missing)
+                self.busy.update(row[0] for row in cursor.fetchall())
         for name in wanted:
-            self.loaded.setdefault(name, None)  # unconfigured: unlimited
+            if name not in self.busy:
+                self.loaded.setdefault(name, None)  # unconfigured: unlimited
 
     def is_limited(self, name: str | None) -> bool:
-        return bool(name) and self.loaded.get(name) is not None  # type: ignore[arg-type]
+        return bool(name) and (self.loaded.get(name) is not None or name in self.busy)  # type: ignore[arg-type]
 
     def try_take(self, name: str | None, weight: float) -> bool:
+        if name in self.busy:
+            return False
         state = self.loaded.get(name) if name else None
         return True if state is None else state.try_take(weight)
 
