@@ -153,12 +153,13 @@ def _quarantined(rows: Sequence[_Row], using: str) -> dict[str, QuarantinedFinge
 
 
 def _initial_state(values: dict[str, Any], now: datetime, parked: dict[str, Any]) -> JobState:
+    """Fill run_at before parking, so a quarantined row has one (the column is NOT NULL)."""
+    due = values["run_at"] is None or values["run_at"] <= now
+    if due:
+        values["run_at"] = now
     if values["fingerprint"] in parked:
         return JobState.QUARANTINED
-    if values["run_at"] is None or values["run_at"] <= now:
-        values["run_at"] = now
-        return JobState.AVAILABLE
-    return JobState.SCHEDULED
+    return JobState.AVAILABLE if due else JobState.SCHEDULED
 
 
 def _ensure_queues(names: set[str], connection: Any) -> None:
