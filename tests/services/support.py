@@ -67,7 +67,8 @@ def _enqueue(**fields: Any) -> str:
     return enqueue_one(fields.pop("task", NOOP), **fields)
 
 
-def _running(**fields: Any) -> Driven:
+def start_job(**fields: Any) -> Driven:
+    """Enqueue one job (walk defaults: short lease, some retention) and admit it as ``w1``."""
     job_id = _enqueue(**fields)
     unit = admit_one("w1", [fields.get("queue", "walk")])
     assert unit.lease.job_id == job_id
@@ -76,7 +77,7 @@ def _running(**fields: Any) -> Driven:
 
 def _acked(outcome: Outcome, **ack: Any):
     def route(store_clock: Any) -> Driven:
-        driven = _running()
+        driven = start_job()
         services.ack(driven.lease, outcome, **ack)
         return driven
 
@@ -84,20 +85,20 @@ def _acked(outcome: Outcome, **ack: Any):
 
 
 def _available(store_clock: Any) -> Driven:
-    driven = _running()
+    driven = start_job()
     services.release(driven.lease)
     return driven
 
 
 def _cancelled(store_clock: Any) -> Driven:
-    driven = _running()
+    driven = start_job()
     assert services.cancel(driven.job_id) is True
     return driven
 
 
 def _quarantined(store_clock: Any) -> Driven:
     services.set_task_config(NOOP, crash_limit=1)
-    driven = _running()
+    driven = start_job()
     store_clock.advance(LEASE_MS)
     (reclaimed,) = services.reclaim_expired(10)
     assert reclaimed.state == "quarantined"
@@ -107,7 +108,7 @@ def _quarantined(store_clock: Any) -> Driven:
 ROUTES = {
     "scheduled": _acked(Outcome.SNOOZE, delay_ms=SNOOZE_MS),
     "available": _available,
-    "running": lambda store_clock: _running(),
+    "running": lambda store_clock: start_job(),
     "retryable": _acked(Outcome.RETRY, delay_ms=SNOOZE_MS, error="boom"),
     "completed": _acked(Outcome.SUCCESS),
     "skipped": _acked(Outcome.SKIP),

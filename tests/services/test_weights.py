@@ -1,0 +1,57 @@
+"""SPEC section 2, the weights rule: admission charges the estimate; the ack corrects it
+in the same atomic write as the transition."""
+
+from __future__ import annotations
+
+import pytest
+
+from boson_django import services
+from boson_django.errors import LeaseRejected
+from boson_django.services import Outcome
+from tests.services.support import job_row, start_job
+
+CLASS = "meter"
+
+
+@pytest.fixture
+def metered(store_clock):
+    """A bucket of 10 tokens that does not refill within a test (the clock is frozen)."""
+    services.set_rate_limit(CLASS, limit=10, window_ms=86_400_000, burst=10)
+    return store_clock
+
+
+def test_admission_charges_the_estimated_weight(metered):
+    driven = start_job(rate_class=CLASS, weight=3)
+    assert services.bucket_tokens(CLASS) == pytest.approx(7)
+    assert job_row(driven.job_id)["charged_weight"] == pytest.approx(3)
+
+
+@pytest.mark.parametrize(
+    ("actual", "tokens_after"), [(None, 7), (3, 7), (1, 9), (0, 10), (5, 5)],
+    ids=["none-is-exact", "same", "lighter", "zero-refunds-all", "heavier"],
+)
+@pytest.mark.parametrize("outcome", [Outcome.SUCCESS, Outcome.RETRY, Outcome.SKIP, Outcome.SNOOZE])
+def test_ack_corrects_the_charge_with_the_actual_weight(metered, outcome, actual, tokens_after):
+    driven = start_job(rate_class=CLASS, weight=3)
+    delay = {"delay_ms": 10} if outcome is Outcome.SNOOZE else {}
+    services.ack(driven.lease, outcome, actual_weight=actual, **delay)
+    assert services.bucket_tokens(CLASS) == pytest.approx(tokens_after)
+    assert job_row(driven.job_id)["charged_weight"] == pytest.approx(3 if actual is None else actual)
+
+
+def test_a_refused_ack_does_not_correct_the_charge(metered):
+    driven = start_job(rate_class=CLASS, weight=3)
+    services.cancel(driven.job_id)
+    tokens = services.bucket_tokens(CLASS)
+    with pytest.raises(LeaseRejected):
+        services.ack(driven.lease, Outcome.SUCCESS, actual_weight=0)
+    assert services.bucket_tokens(CLASS) == pytest.approx(tokens)
+
+
+def test_an_unconfigured_rate_class_is_unlimited_and_never_charged(store_clock):
+    units = []
+    for _ in range(3):
+        units.append(start_job(rate_class="nobody-configured-this", weight=1_000))
+    assert services.bucket_tokens("nobody-configured-this") is None
+    services.ack(units[0].lease, Outcome.SUCCESS, actual_weight=0)
+    assert services.bucket_tokens("nobody-configured-this") is None
