@@ -1,0 +1,134 @@
+"""Concurrent enqueues of one unique_key make one job, decided by the database."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from django.db import connection, transaction
+
+from boson_django import services
+from boson_django.models import Job
+from tests.concurrency.support import run_threads
+from tests.factories import NOOP, envelope
+
+ENQUEUERS = 16
+
+
+@pytest.mark.parametrize("key", ["report:1", "report:2", "report:3"])
+def test_sixteen_concurrent_enqueues_of_one_key_make_one_job(live_clock, key):
+    results = run_threads(ENQUEUERS, lambda i: services.enqueue([envelope(NOOP, unique_key=key, args=[i])])[0])
+
+    created = [r for r in results if r.disposition == "created"]
+    duplicates = [r for r in results if r.disposition == "duplicate"]
+    assert len(created) == 1, results
+    assert len(duplicates) == ENQUEUERS - 1
+    assert {r.id for r in duplicates} == {created[0].id}
+    assert list(Job.objects.filter(unique_key=key).values_list("id", flat=True)) == [created[0].id]
+
+
+def test_a_rolled_back_key_holder_lets_the_next_enqueue_create(live_clock):
+    with pytest.raises(RuntimeError), transaction.atomic():
+        (held,) = services.enqueue([envelope(NOOP, unique_key="k")])
+        assert held.disposition == "created"
+        raise RuntimeError("the caller's transaction fails")
+
+    (after,) = services.enqueue([envelope(NOOP, unique_key="k")])
+    assert after.disposition == "created"
+    assert after.id != held.id
+    assert not Job.objects.filter(id=held.id).exists()
+    assert list(Job.objects.filter(unique_key="k").values_list("id", flat=True)) == [after.id]
+
+
+def _wait_until_blocked_on_a_lock(pids: list[int]) -> None:
+    """Poll pg_stat_activity (no time-based sleep) until the second backend waits for a lock."""
+    with connection.cursor() as cursor:
+        for _ in range(100_000):
+            if not pids:
+                continue
+            cursor.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", [pids[0]])
+            row = cursor.fetchone()
+            if row and row[0] == "Lock":
+                return
+    raise AssertionError("the second enqueue never waited on the first one's key")
+
+
+@pytest.mark.postgres
+def test_an_enqueue_waiting_on_an_uncommitted_holder_creates_when_it_rolls_back(live_clock):
+    """The second enqueue blocks on the first's uncommitted key, then creates once it rolls back."""
+    holder_in, roll_back = threading.Event(), threading.Event()
+    second_pid: list[int] = []
+    outcome: dict[str, object] = {}
+
+    def holder() -> None:
+        try:
+            with transaction.atomic():
+                outcome["held"] = services.enqueue([envelope(NOOP, unique_key="k2")])[0]
+                holder_in.set()
+                assert roll_back.wait(30)
+                transaction.set_rollback(True)
+        finally:
+            connection.close()
+
+    def second() -> None:
+        try:
+            assert holder_in.wait(30)
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_backend_pid()")
+                second_pid.append(cursor.fetchone()[0])
+            outcome["second"] = services.enqueue([envelope(NOOP, unique_key="k2")])[0]
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=holder), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    assert holder_in.wait(30)
+    _wait_until_blocked_on_a_lock(second_pid)
+    assert "second" not in outcome, "the second enqueue did not wait for the uncommitted holder"
+    roll_back.set()
+    for thread in threads:
+        thread.join(30)
+
+    assert outcome["second"].disposition == "created"
+    assert not Job.objects.filter(id=outcome["held"].id).exists()
+    assert list(Job.objects.filter(unique_key="k2").values_list("id", flat=True)) == [outcome["second"].id]
+
+
+@pytest.mark.postgres
+def test_an_enqueue_waiting_on_an_uncommitted_holder_is_a_duplicate_when_it_commits(live_clock):
+    holder_in, commit = threading.Event(), threading.Event()
+    outcome: dict[str, object] = {}
+    second_pid: list[int] = []
+
+    def holder() -> None:
+        try:
+            with transaction.atomic():
+                outcome["held"] = services.enqueue([envelope(NOOP, unique_key="k3")])[0]
+                holder_in.set()
+                assert commit.wait(30)
+        finally:
+            connection.close()
+
+    def second() -> None:
+        try:
+            assert holder_in.wait(30)
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_backend_pid()")
+                second_pid.append(cursor.fetchone()[0])
+            outcome["second"] = services.enqueue([envelope(NOOP, unique_key="k3")])[0]
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=holder), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    assert holder_in.wait(30)
+    _wait_until_blocked_on_a_lock(second_pid)
+    commit.set()
+    for thread in threads:
+        thread.join(30)
+
+    assert outcome["second"].disposition == "duplicate"
+    assert outcome["second"].id == outcome["held"].id
+    assert Job.objects.filter(unique_key="k3").count() == 1
