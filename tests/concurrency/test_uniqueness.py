@@ -40,12 +40,18 @@ def test_a_rolled_back_key_holder_lets_the_next_enqueue_create(live_clock):
     assert list(Job.objects.filter(unique_key="k").values_list("id", flat=True)) == [after.id]
 
 
-def _wait_until_blocked_on_a_lock(pids: list[int]) -> None:
+def _backend_pid(pids: list[int], known: threading.Event) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        pids.append(cursor.fetchone()[0])
+    known.set()
+
+
+def _wait_until_blocked_on_a_lock(pids: list[int], known: threading.Event) -> None:
     """Poll pg_stat_activity (no time-based sleep) until the second backend waits for a lock."""
+    assert known.wait(30)
     with connection.cursor() as cursor:
         for _ in range(100_000):
-            if not pids:
-                continue
             cursor.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", [pids[0]])
             row = cursor.fetchone()
             if row and row[0] == "Lock":
@@ -58,6 +64,7 @@ def test_an_enqueue_waiting_on_an_uncommitted_holder_creates_when_it_rolls_back(
     """The second enqueue blocks on the first's uncommitted key, then creates once it rolls back."""
     holder_in, roll_back = threading.Event(), threading.Event()
     second_pid: list[int] = []
+    pid_known = threading.Event()
     outcome: dict[str, object] = {}
 
     def holder() -> None:
@@ -73,9 +80,7 @@ def test_an_enqueue_waiting_on_an_uncommitted_holder_creates_when_it_rolls_back(
     def second() -> None:
         try:
             assert holder_in.wait(30)
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_backend_pid()")
-                second_pid.append(cursor.fetchone()[0])
+            _backend_pid(second_pid, pid_known)
             outcome["second"] = services.enqueue([envelope(NOOP, unique_key="k2")])[0]
         finally:
             connection.close()
@@ -84,9 +89,11 @@ def test_an_enqueue_waiting_on_an_uncommitted_holder_creates_when_it_rolls_back(
     for thread in threads:
         thread.start()
     assert holder_in.wait(30)
-    _wait_until_blocked_on_a_lock(second_pid)
-    assert "second" not in outcome, "the second enqueue did not wait for the uncommitted holder"
-    roll_back.set()
+    try:
+        _wait_until_blocked_on_a_lock(second_pid, pid_known)
+        assert "second" not in outcome, "the second enqueue did not wait for the uncommitted holder"
+    finally:
+        roll_back.set()
     for thread in threads:
         thread.join(30)
 
@@ -100,6 +107,7 @@ def test_an_enqueue_waiting_on_an_uncommitted_holder_is_a_duplicate_when_it_comm
     holder_in, commit = threading.Event(), threading.Event()
     outcome: dict[str, object] = {}
     second_pid: list[int] = []
+    pid_known = threading.Event()
 
     def holder() -> None:
         try:
@@ -113,9 +121,7 @@ def test_an_enqueue_waiting_on_an_uncommitted_holder_is_a_duplicate_when_it_comm
     def second() -> None:
         try:
             assert holder_in.wait(30)
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_backend_pid()")
-                second_pid.append(cursor.fetchone()[0])
+            _backend_pid(second_pid, pid_known)
             outcome["second"] = services.enqueue([envelope(NOOP, unique_key="k3")])[0]
         finally:
             connection.close()
@@ -124,8 +130,10 @@ def test_an_enqueue_waiting_on_an_uncommitted_holder_is_a_duplicate_when_it_comm
     for thread in threads:
         thread.start()
     assert holder_in.wait(30)
-    _wait_until_blocked_on_a_lock(second_pid)
-    commit.set()
+    try:
+        _wait_until_blocked_on_a_lock(second_pid, pid_known)
+    finally:
+        commit.set()
     for thread in threads:
         thread.join(30)
 
