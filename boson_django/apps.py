@@ -8,3 +8,7 @@ class BosonConfig(AppConfig):
 
     def ready(self) -> None:
         from boson_django import checks, signals  # noqa: F401  (registers checks and hooks)
+        from boson_django.worker import embedded
+
+        if embedded.should_autostart():
+            embedded.start()

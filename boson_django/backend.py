@@ -19,6 +19,7 @@ from boson_django.compat import (
 )
 from boson_django.services import _db
 from boson_django.taskresults import build_result
+from boson_django.worker import notify
 
 #: Boson's per-task policy, accepted by ``@task(...)`` and ``.using(...)``.
 POLICY_OPTIONS = (
@@ -80,6 +81,8 @@ class BosonBackend(BaseTaskBackend):  # type: ignore[misc,valid-type,unused-igno
         envelope = envelope_for(task, list(args), dict(kwargs))
         using = _db.alias(self.database)
         (outcome,) = services.enqueue([envelope], using=using)
+        if outcome.disposition == "created" and notify.enabled(using):
+            notify.notify_at_commit([envelope.queue or _queue_of(outcome.id, using)], using)
         result = self.get_result(outcome.id)
         task_enqueued.send(type(self), task_result=result)
         return result
@@ -89,6 +92,13 @@ class BosonBackend(BaseTaskBackend):  # type: ignore[misc,valid-type,unused-igno
         if result is None:
             raise TaskResultDoesNotExist(result_id)
         return result
+
+
+def _queue_of(job_id: str, using: str) -> str:
+    """The queue the job landed in (a TaskConfig row may have chosen it)."""
+    from boson_django.models import Job
+
+    return Job.objects.using(using).filter(id=job_id).values_list("queue", flat=True).first() or "*"
 
 
 def envelope_for(task: Any, args: list[Any], kwargs: dict[str, Any]) -> services.Envelope:

@@ -34,13 +34,15 @@ def _unknown_key(key: str) -> checks.CheckMessage:
 
 def _bad_value(key: str, value: Any) -> str | None:
     kind, minimum = conf.RULES[key]
-    if isinstance(value, bool) or not isinstance(value, kind):
+    if (isinstance(value, bool) and kind is not bool) or not isinstance(value, kind):
         names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
         return f"must be {names}, got {type(value).__name__} {value!r}."
     if minimum is not None and value < minimum:
         return f"must be >= {minimum}, got {value!r}."
     if key == "DATABASE" and value not in connections.settings:
         return f"names no database in DATABASES: {value!r}."
+    if key == "NOTIFY_CHANNEL" and not (value.isidentifier() and value.isascii() and len(value) <= 63):
+        return f"must be a plain identifier of at most 63 ASCII characters, got {value!r}."
     return None
 
 
@@ -49,11 +51,9 @@ def _cross_checks() -> list[checks.CheckMessage]:
     if any(_bad_value(k, v) for k, v in user.items() if k in conf.DEFAULTS):
         return []
     effective = conf.get()
+    problems: list[checks.CheckMessage] = []
     if effective.RETRY_BASE_MS > effective.RETRY_CAP_MS:
-        return [
-            checks.Error(
-                "BOSON['RETRY_BASE_MS'] is larger than BOSON['RETRY_CAP_MS'].",
-                id="boson.E003",
-            )
-        ]
-    return []
+        problems.append(
+            checks.Error("BOSON['RETRY_BASE_MS'] is larger than BOSON['RETRY_CAP_MS'].", id="boson.E003")
+        )
+    return problems

@@ -23,6 +23,16 @@ DEFAULTS: dict[str, Any] = {
     "TASK_MODULES": [],
     "DATABASE": "default",
     "SQLITE_BUSY_RETRIES": 20,
+    "CONCURRENCY": 10,
+    "HEARTBEAT_MS": 10_000,
+    "SWEEP_INTERVAL_MS": 1_000,
+    "SWEEP_BATCH": 1_000,
+    "SHUTDOWN_GRACE_MS": 30_000,
+    "NOTIFY": True,
+    "NOTIFY_CHANNEL": "boson",
+    "RECONNECT_MAX_MS": 30_000,
+    "LOG_CAPTURE_LEVEL": 20,
+    "EMBEDDED_WORKER": False,
 }
 
 DOCS: dict[str, str] = {
@@ -37,6 +47,16 @@ DOCS: dict[str, str] = {
     "TASK_MODULES": "Extra modules imported to register tasks (besides installed apps' tasks).",
     "DATABASE": "Database alias that holds the queue when a call passes no using=.",
     "SQLITE_BUSY_RETRIES": "Bounded retries of a store transaction on 'database is locked'.",
+    "CONCURRENCY": "Jobs one worker runs at once (boson_worker --concurrency overrides it).",
+    "HEARTBEAT_MS": "How often a worker renews its leases (also at most a third of a job's lease_ms).",
+    "SWEEP_INTERVAL_MS": "How often workers run promote/reclaim/evict, under duty leases of this length.",
+    "SWEEP_BATCH": "Most jobs one sweep call touches.",
+    "SHUTDOWN_GRACE_MS": "On SIGTERM, how long running jobs may finish before they are released.",
+    "NOTIFY": "PostgreSQL: wake idle workers with LISTEN/NOTIFY (False = poll only, e.g. PgBouncer).",
+    "NOTIFY_CHANNEL": "PostgreSQL channel used for wake-ups.",
+    "RECONNECT_MAX_MS": "Longest wait between reconnect attempts after a database error.",
+    "LOG_CAPTURE_LEVEL": "Lowest logging level captured into a job's attempt record.",
+    "EMBEDDED_WORKER": "Start a worker thread inside the web process (see boson_django.worker.embedded).",
 }
 
 #: key -> (type or types, minimum) used by checks.py.
@@ -52,6 +72,16 @@ RULES: dict[str, tuple[type | tuple[type, ...], int | None]] = {
     "TASK_MODULES": ((list, tuple), None),
     "DATABASE": (str, None),
     "SQLITE_BUSY_RETRIES": (int, 0),
+    "CONCURRENCY": (int, 1),
+    "HEARTBEAT_MS": (int, 1),
+    "SWEEP_INTERVAL_MS": (int, 1),
+    "SWEEP_BATCH": (int, 1),
+    "SHUTDOWN_GRACE_MS": (int, 0),
+    "NOTIFY": (bool, None),
+    "NOTIFY_CHANNEL": (str, None),
+    "RECONNECT_MAX_MS": (int, 1),
+    "LOG_CAPTURE_LEVEL": (int, 0),
+    "EMBEDDED_WORKER": (bool, None),
 }
 
 
@@ -68,6 +98,16 @@ class Settings:
     TASK_MODULES: list[str]
     DATABASE: str
     SQLITE_BUSY_RETRIES: int
+    CONCURRENCY: int
+    HEARTBEAT_MS: int
+    SWEEP_INTERVAL_MS: int
+    SWEEP_BATCH: int
+    SHUTDOWN_GRACE_MS: int
+    NOTIFY: bool
+    NOTIFY_CHANNEL: str
+    RECONNECT_MAX_MS: int
+    LOG_CAPTURE_LEVEL: int
+    EMBEDDED_WORKER: bool
 
 
 def user_settings() -> dict[str, Any]:

@@ -26,3 +26,97 @@ def ephemeral() -> None:
 @task(unique_key="reindex")
 def rebuild_index() -> None:
     return None
+
+
+# -- tasks the worker tests run (tests/worker/) -------------------------------------------
+
+import logging  # noqa: E402
+import pathlib  # noqa: E402
+import time  # noqa: E402
+
+worker_log = logging.getLogger("tests.worker")
+
+
+@task
+def fail(message: str) -> None:
+    worker_log.warning("about to fail: %s", message)
+    raise ValueError(message)
+
+
+@task
+async def async_add(a: int, b: int) -> int:
+    return a + b
+
+
+@task(takes_context=True)
+def inspect_context(context, tag: str) -> dict:
+    context.progress(1, 2, "half way")
+    context.output({"tag": tag})
+    context.checkpoint({"step": 1})
+    return {"attempt": context.attempt, "job_id": context.job_id, "checkpoint": context.last_checkpoint}
+
+
+@task(takes_context=True)
+def chooses(context, outcome: str) -> str:
+    """Asks for an outcome through its context; runs to success on a second attempt."""
+    if context.last_checkpoint == "again":
+        return "second run"
+    if outcome == "snooze":
+        context.checkpoint("again")
+        context.snooze(5_000)
+    if outcome == "skip":
+        context.skip("nothing to do")
+    if outcome == "discard":
+        context.discard("bad input")
+    if outcome == "rate_limited":
+        context.checkpoint("again")
+        context.rate_limited(2_000)
+    return "no choice"
+
+
+def _wait_for(path: pathlib.Path, context, limit_s: float = 30.0) -> bool:
+    """Poll for a file the test creates; also stop early once the worker says so."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        if path.exists():
+            return True
+        if context is not None and context.should_stop:
+            return False
+        time.sleep(0.01)
+    raise TimeoutError(f"{path} never appeared")
+
+
+@task(takes_context=True)
+def gated(context, folder: str, value: int = 0) -> int:
+    """Says it started (a file), then waits for the test's go-ahead file."""
+    here = pathlib.Path(folder)
+    (here / f"started-{context.job_id}-{context.attempt}").write_text(str(context.attempt))
+    _wait_for(here / "go", context)
+    (here / f"finished-{context.job_id}").write_text(str(value))
+    return value
+
+
+@task(takes_context=True)
+def gated_steps(context, folder: str, steps: int = 3) -> int:
+    """Checkpoints each step; blocks before the last one until the go-ahead file exists."""
+    here = pathlib.Path(folder)
+    step = (context.last_checkpoint or {}).get("step", 0)
+    (here / f"started-{context.job_id}-{context.attempt}").write_text(str(step))
+    while step < steps:
+        if step == steps - 1:
+            _wait_for(here / "go", context)
+        step += 1
+        context.checkpoint({"step": step})
+        context.progress(step, steps)
+    return step
+
+
+@task(takes_context=True, timeout_ms=1_000)
+def overruns(context, folder: str) -> str:
+    here = pathlib.Path(folder)
+    (here / f"started-{context.job_id}").write_text("1")
+    worker_log.warning("started, will overrun")
+    stopped = not _wait_for(here / "never", context)
+    (here / f"stopped-{context.job_id}").write_text(str(stopped))
+    context.progress(1)  # raises: the attempt was already acked as timed out
+    return "unreachable"

@@ -1,0 +1,33 @@
+"""``manage.py boson_sweep``: run promote/reclaim/evict once, under the same duty leases
+workers use (a duty another node holds is reported and skipped)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from boson_django import conf
+from boson_django.services import _db
+from boson_django.worker.runtime import default_worker_id
+from boson_django.worker.sweeper import Sweeper
+
+
+class Command(BaseCommand):
+    help = "Run the sweeps once: promote due jobs, reclaim expired leases, evict finished jobs."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--batch", type=int, help="Most jobs per sweep call (default BOSON['SWEEP_BATCH']).")
+        parser.add_argument("--database", help="Database alias of the store (default BOSON['DATABASE']).")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        settings = conf.get()
+        sweeper = Sweeper(f"boson_sweep:{default_worker_id()}", _db.alias(options["database"]),
+                          settings.SWEEP_INTERVAL_MS, options["batch"] or settings.SWEEP_BATCH)
+        try:
+            done = sweeper.run()
+        finally:
+            sweeper.release()
+        for name, count in done.items():
+            shown = "skipped (held by another node)" if count is None else str(count)
+            self.stdout.write(f"{name.removeprefix('boson.')}: {shown}")

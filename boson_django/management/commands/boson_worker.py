@@ -1,0 +1,47 @@
+"""``manage.py boson_worker``: parse the options, run :class:`boson_django.worker.Worker`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from boson_django.worker import Worker, WorkerOptions
+
+
+class Command(BaseCommand):
+    help = "Run boson jobs: admit, execute and acknowledge them until stopped (SIGTERM/SIGINT drain gracefully)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--queue", action="append", default=[], dest="queues",
+                            help="Queue to work (repeatable). Default: every queue.")
+        parser.add_argument("--concurrency", type=_positive, help="Jobs run at once (default BOSON['CONCURRENCY']).")
+        parser.add_argument("--burst", action="store_true", help="Run what is due, then exit 0.")
+        parser.add_argument("--max-jobs", type=_positive, help="Exit 0 after admitting this many jobs.")
+        parser.add_argument("--poll-interval-ms", type=_positive, help="Idle poll period (default BOSON['POLL_INTERVAL_MS']).")
+        parser.add_argument("--no-notify", action="store_true", help="Poll only: no LISTEN/NOTIFY (PgBouncer, SQLite).")
+        parser.add_argument("--worker-id", help="Name recorded on leases and runs (default host:pid:random).")
+        parser.add_argument("--grace-seconds", type=float, help="On SIGTERM, how long running jobs may finish (default BOSON['SHUTDOWN_GRACE_MS']).")
+        parser.add_argument("--database", help="Database alias of the store (default BOSON['DATABASE']).")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        grace = options["grace_seconds"]
+        worker = Worker(WorkerOptions(
+            queues=options["queues"],
+            concurrency=options["concurrency"],
+            burst=options["burst"],
+            max_jobs=options["max_jobs"],
+            poll_interval_ms=options["poll_interval_ms"],
+            notify=False if options["no_notify"] else None,
+            worker_id=options["worker_id"],
+            grace_ms=None if grace is None else int(max(grace, 0) * 1000),
+            using=options["database"],
+        ))
+        worker.run()
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise ValueError(f"must be >= 1, got {value}")
+    return value

@@ -1,0 +1,76 @@
+"""One admitted job while this worker holds it: the state the runtime, the heartbeat and
+the handler's context share.
+
+The runtime owns the lifecycle; the handler only ever sees it through its context. An
+interruption (lease lost, timeout, shutdown release) is recorded here and surfaces in
+the handler at its next context call -- Python cannot stop a thread from outside, so
+stopping is cooperative.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from boson_django.services import AdmissionUnit, LeaseRef
+from boson_django.worker.outcomes import Finish, JobInterrupted
+
+
+@dataclass(eq=False)
+class Attempt:
+    unit: AdmissionUnit
+    worker_id: str
+    using: str
+    future: Future[Finish] | None = None
+    #: The exception the handler gets at its next context call once it must stop.
+    interruption: BaseException | None = None
+    #: True once the store no longer lets this worker write (acked, lost, released).
+    settled: bool = False
+    started_result: Any = None
+    #: The handler's log lines so far (read when a timeout acks before it returns).
+    logs: Any = None
+    stopped: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def lease(self) -> LeaseRef:
+        return self.unit.lease
+
+    @property
+    def job_id(self) -> str:
+        return self.unit.lease.job_id
+
+    @property
+    def lease_ms(self) -> int:
+        return int(self.unit.envelope.lease_ms or 0)
+
+    @property
+    def admitted_at(self) -> datetime:
+        """Store time of the admission (the lease was set to admission + lease_ms)."""
+        return self.unit.lease_expires_at - timedelta(milliseconds=self.lease_ms)
+
+    @property
+    def deadline(self) -> datetime | None:
+        """Store time by which the handler must finish, from the job's ``timeout_ms``."""
+        timeout = self.unit.envelope.timeout_ms
+        return None if not timeout else self.admitted_at + timedelta(milliseconds=timeout)
+
+    def interrupt(self, exc: BaseException) -> None:
+        """Ask the handler to stop: it sees ``exc`` at its next context call. An async
+        handler is also cancelled at its next ``await``."""
+        if self.interruption is None:
+            self.interruption = exc
+        self.stopped.set()
+        if self.future is not None and getattr(self.future, "boson_async", False):
+            self.future.cancel()
+
+    def check(self) -> None:
+        """Raise the pending interruption, if any (called by every context method)."""
+        if self.interruption is not None:
+            raise self.interruption
+
+    def lost(self, why: str) -> None:
+        self.settled = True
+        self.interrupt(JobInterrupted(f"job {self.job_id}: {why}; stop now, later writes are refused"))

@@ -1,0 +1,79 @@
+"""Hand an attempt's Finish to the store (``services.ack``) and tell Django about it.
+
+Shared by the worker loop and :mod:`boson_django.testing`, so users' tests go through the
+same acks as production. A refused ack (the lease was lost) is logged and dropped: the
+store already belongs to someone else. A database error propagates, so the loop can
+retry the ack once the connection is back (the lease is renewed meanwhile).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from typing import Any
+
+from django.utils import timezone
+
+from boson_django import services
+from boson_django.compat import TaskResultStatus, task_backends, task_finished
+from boson_django.errors import InvalidEnvelope, LeaseRejected
+from boson_django.states import Outcome
+from boson_django.taskresults import build_result
+from boson_django.worker.attempt import Attempt
+from boson_django.worker.outcomes import Finish, error_text
+
+log = logging.getLogger("boson_django.worker")
+
+
+def deliver(attempt: Attempt, finish: Finish) -> str | None:
+    """Ack the attempt; returns the job's new state (None: deleted or refused)."""
+    if attempt.settled:
+        return None
+    try:
+        state = _ack(attempt, finish)
+    except LeaseRejected as exc:
+        log.warning("boson: job %s finished but its lease was lost; outcome %s not stored (%s)",
+                    attempt.job_id, finish.outcome.value, exc)
+        attempt.settled = True
+        return None
+    attempt.settled = True
+    _log_outcome(attempt, finish, state)
+    finished_signal(attempt, finish)
+    return state
+
+
+def _ack(attempt: Attempt, finish: Finish) -> str | None:
+    try:
+        return services.ack(
+            attempt.lease, finish.outcome, error=finish.error, delay_ms=finish.delay_ms,
+            logs=list(finish.logs), result=finish.result, using=attempt.using,
+        )
+    except InvalidEnvelope as exc:  # e.g. a bad delay from the handler: a handler failure
+        return services.ack(attempt.lease, Outcome.RETRY, error=error_text(exc), logs=list(finish.logs), using=attempt.using)
+
+
+def _log_outcome(attempt: Attempt, finish: Finish, state: str | None) -> None:
+    if finish.error and finish.outcome in (Outcome.RETRY, Outcome.UNDECODABLE, Outcome.DISCARD):
+        log.warning("boson: job %s (%s) -> %s: %s", attempt.job_id, attempt.unit.envelope.task,
+                    state or "deleted", finish.error.split("\n", 1)[0])
+    else:
+        log.info("boson: job %s (%s) -> %s", attempt.job_id, attempt.unit.envelope.task, state or "deleted")
+
+
+def finished_signal(attempt: Attempt, finish: Finish) -> None:
+    """Django's ``task_finished`` with the job's TaskResult after the ack."""
+    started = attempt.started_result
+    if started is None:
+        return  # undecodable: there is no Task to report on
+    try:
+        result = build_result(attempt.job_id, started.backend, using=attempt.using) or _deleted(started, finish)
+        task_finished.send(type(task_backends[started.backend]), task_result=result)
+    except Exception:  # noqa: BLE001 -- a receiver's bug must not stop the worker
+        log.exception("boson: a task_finished receiver failed for job %s", attempt.job_id)
+
+
+def _deleted(started: Any, finish: Finish) -> Any:
+    """The result of a job deleted at its ack (retention 0): built from the started one."""
+    result = replace(started, status=TaskResultStatus.SUCCESSFUL, finished_at=timezone.now())
+    object.__setattr__(result, "_return_value", finish.result)
+    return result

@@ -1,0 +1,80 @@
+"""Embedded mode: a worker thread inside the web process, for small deployments.
+
+Opt in with ``BOSON["EMBEDDED_WORKER"] = True`` (started from ``AppConfig.ready``) or by
+calling :func:`start` yourself. It is the same runtime as ``manage.py boson_worker``.
+
+Caveats -- read before using it:
+
+* Every web process started this way runs its own worker: with N gunicorn workers you get
+  N boson workers (fine: leases keep them from running a job twice, but size
+  ``CONCURRENCY`` accordingly).
+* Handlers share the web process's CPU, memory and GIL: a heavy job slows requests.
+* There are no signal handlers in a thread: the web server's shutdown does not wait for
+  jobs. :func:`stop` (also registered with ``atexit``) releases running jobs after the
+  grace period; a hard kill leaves leases that the reclaim sweep recovers after
+  ``LEASE_MS`` (counted as a crash, not an attempt).
+* It is not started by management commands (``migrate``, ``shell``...) nor by the
+  auto-reloader's parent process; use ``boson_worker`` for anything beyond light work.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+import threading
+
+from boson_django import conf
+from boson_django.worker.runtime import Worker, WorkerOptions
+
+_lock = threading.Lock()
+_state: dict[str, object] = {}
+
+
+def start(options: WorkerOptions | None = None) -> Worker:
+    """Start the embedded worker thread once per process; returns the running Worker."""
+    with _lock:
+        current = _state.get("worker")
+        if isinstance(current, Worker):
+            return current
+        opts = options or WorkerOptions()
+        opts.handle_signals = False
+        worker = Worker(opts)
+        thread = threading.Thread(target=_serve, args=(worker,), name="boson-embedded", daemon=True)
+        _state.update(worker=worker, thread=thread)
+        thread.start()
+        atexit.register(stop)
+        return worker
+
+
+def _serve(worker: Worker) -> None:
+    from django.apps import apps
+    from django.db import connections
+
+    while not apps.ready and not worker.shutdown.stopping:  # started from AppConfig.ready
+        worker.shutdown.requested.wait(0.05)
+    try:
+        worker.run()
+    finally:
+        connections.close_all()
+
+
+def stop(timeout: float | None = None) -> None:
+    """Stop the embedded worker gracefully and wait for its thread."""
+    with _lock:
+        worker, thread = _state.pop("worker", None), _state.pop("thread", None)
+    if isinstance(worker, Worker) and isinstance(thread, threading.Thread):
+        worker.stop()
+        thread.join(timeout if timeout is not None else worker.shutdown.grace_ms / 1000 + 5)
+
+
+def should_autostart() -> bool:
+    """The setting is on and this process serves web requests (not a management command)."""
+    if not conf.get().EMBEDDED_WORKER:
+        return False
+    launcher = os.path.basename(sys.argv[0]) if sys.argv else ""
+    is_cli = launcher in ("manage.py", "django-admin", "__main__.py")
+    command = sys.argv[1] if is_cli and len(sys.argv) > 1 else None
+    if command is not None and command != "runserver":
+        return False
+    return command != "runserver" or os.environ.get("RUN_MAIN") == "true"

@@ -1,0 +1,203 @@
+"""Call a job's task and turn whatever happens into a :class:`Finish`.
+
+The job's task name is resolved through :func:`boson_django.registry.get` and nowhere
+else: a row naming anything that is not a registered ``Task`` is never imported or
+called; it ends ``UNDECODABLE`` with an error that says why. Every exception of the
+handler becomes RETRY (the services decide backoff and give-up); the outcome helpers of
+the context become their outcome. Nothing here writes a transition: the runtime acks.
+
+Sync handlers run on a pool of daemon threads, async handlers on one event-loop
+thread. Daemon threads rather than ``ThreadPoolExecutor`` because a handler that
+ignores every request to stop must not keep the process alive after shutdown has
+released its job (``ThreadPoolExecutor`` joins its threads at interpreter exit).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import queue
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.db import close_old_connections
+
+from boson_django import registry
+from boson_django.compat import Task, task_backends, task_started
+from boson_django.states import Outcome
+from boson_django.taskresults import build_result
+from boson_django.worker import logcapture
+from boson_django.worker.attempt import Attempt
+from boson_django.worker.context import BosonContext
+from boson_django.worker.outcomes import Control, Finish, failure, undecodable
+
+
+def resolve(attempt: Attempt) -> Any | Finish:
+    """The registered Task this job names, or the UNDECODABLE finish explaining why not."""
+    envelope = attempt.unit.envelope
+    found = registry.get(envelope.task)
+    if found is None or not isinstance(found, Task):
+        return undecodable(f"job {attempt.job_id} names {envelope.task!r}, which is not a registered task")
+    if not isinstance(envelope.args, list) or not isinstance(envelope.kwargs, dict):
+        return undecodable(f"job {attempt.job_id} has arguments that are not a list and a dict")
+    return found
+
+
+def is_async(task: Any) -> bool:
+    return inspect.iscoroutinefunction(task.func)
+
+
+def _started(attempt: Attempt, task: Any) -> tuple[Any, list[Any]]:
+    """Build the RUNNING TaskResult, send ``task_started`` and the call's arguments."""
+    result = build_result(attempt.job_id, task.backend, using=attempt.using)
+    attempt.started_result = result
+    if result is not None:
+        task_started.send(type(task_backends[task.backend]), task_result=result)
+    args = list(attempt.unit.envelope.args)
+    if task.takes_context:
+        args.insert(0, BosonContext(result, attempt))
+    return result, args
+
+
+def _succeeded(value: Any) -> Finish:
+    """A return value is stored as JSON (as Django's backends normalise it)."""
+    try:
+        stored = json.loads(json.dumps(value, allow_nan=False))
+    except (TypeError, ValueError) as exc:
+        return failure(TypeError(f"return value is not JSON serializable: {exc}"))
+    return Finish(Outcome.SUCCESS, result=stored)
+
+
+def _ended(exc: BaseException) -> Finish:
+    if isinstance(exc, Control):
+        return exc.finish()
+    return failure(exc)
+
+
+def run_sync(attempt: Attempt, task: Any) -> Finish:
+    """Run a sync (or, inline, an async) handler in the calling thread."""
+    with logcapture.capturing() as logs:
+        attempt.logs = logs
+        try:
+            _, args = _started(attempt, task)
+            value = task.call(*args, **attempt.unit.envelope.kwargs)
+            finish = _succeeded(value)
+        except Exception as exc:  # noqa: BLE001 -- every handler failure becomes an outcome
+            finish = _ended(exc)
+    return finish.with_logs(logs.collect())
+
+
+async def run_async(attempt: Attempt, task: Any) -> Finish:
+    """Run an async handler on the event loop; cancellation (timeout, lost lease) ends it."""
+    with logcapture.capturing() as logs:
+        attempt.logs = logs
+        try:
+            _, args = await sync_to_async(_started)(attempt, task)
+            value = await task.func(*args, **attempt.unit.envelope.kwargs)
+            finish = _succeeded(value)
+        except asyncio.CancelledError:
+            finish = failure(attempt.interruption or asyncio.CancelledError("handler cancelled"))
+        except Exception as exc:  # noqa: BLE001
+            finish = _ended(exc)
+        finally:
+            await sync_to_async(close_old_connections)()  # the thread its sync calls used
+    return finish.with_logs(logs.collect())
+
+
+def _in_thread(attempt: Attempt, task: Any) -> Finish:
+    """Pool-thread wrapper: fresh DB connections per job, as Django does per request."""
+    close_old_connections()
+    try:
+        return run_sync(attempt, task)
+    finally:
+        close_old_connections()
+
+
+class DaemonPool:
+    """A fixed set of daemon threads taking calls from one queue."""
+
+    def __init__(self, size: int, name: str):
+        self.calls: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]] | None] = queue.SimpleQueue()
+        self.threads = [threading.Thread(target=self._serve, name=f"{name}-{i}", daemon=True) for i in range(size)]
+        for thread in self.threads:
+            thread.start()
+
+    def submit(self, fn: Callable[[], Any]) -> Future[Any]:
+        future: Future[Any] = Future()
+        self.calls.put((fn, future))
+        return future
+
+    def _serve(self) -> None:
+        while (item := self.calls.get()) is not None:
+            fn, future = item
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(fn())
+            except BaseException as exc:  # noqa: BLE001 -- delivered to the waiter
+                future.set_exception(exc)
+
+    def shutdown(self) -> None:
+        for _ in self.threads:
+            self.calls.put(None)
+
+
+class LoopThread:
+    """One asyncio event loop on a daemon thread, for every async handler."""
+
+    def __init__(self, name: str):
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
+        self.thread.start()
+
+    def submit(self, coro: Any) -> Future[Any]:
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        future.boson_async = True  # type: ignore[attr-defined]
+        return future
+
+    def shutdown(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+
+
+class Executor:
+    """Starts attempts; each returns a Future of its Finish (never an exception)."""
+
+    def __init__(self, concurrency: int, name: str = "boson"):
+        self.pool = DaemonPool(concurrency, f"{name}-job")
+        self._loop: LoopThread | None = None
+        self._name = name
+
+    def submit(self, attempt: Attempt, on_done: Callable[[Future[Finish]], None]) -> Future[Finish]:
+        found = resolve(attempt)
+        if isinstance(found, Finish):
+            future: Future[Finish] = Future()
+            future.set_result(found)
+        elif is_async(found):
+            future = self._loop_thread().submit(run_async(attempt, found))
+        else:
+            future = self.pool.submit(lambda: _in_thread(attempt, found))
+        attempt.future = future
+        future.add_done_callback(on_done)
+        return future
+
+    def _loop_thread(self) -> LoopThread:
+        if self._loop is None:
+            self._loop = LoopThread(f"{self._name}-loop")
+        return self._loop
+
+    def shutdown(self) -> None:
+        self.pool.shutdown()
+        if self._loop is not None:
+            self._loop.shutdown()
+
+
+def finish_of(future: Future[Finish], attempt: Attempt) -> Finish:
+    """The attempt's Finish; a cancelled async handler counts as interrupted."""
+    if future.cancelled():
+        return failure(attempt.interruption or asyncio.CancelledError("handler cancelled"))
+    exc = future.exception()
+    return failure(exc) if exc is not None else future.result()

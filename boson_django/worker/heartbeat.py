@@ -1,0 +1,55 @@
+"""Renew every lease this worker holds, one ``services.renew`` statement per beat.
+
+Leases are grouped by length (``renew`` takes one ``lease_ms``); jobs of one task share
+a length, so a beat is usually a single statement however many jobs run. The beat comes
+at most every ``BOSON["HEARTBEAT_MS"]`` and at least three times per lease, so one late
+beat never loses a lease. A lease the store reports lost (expired, reclaimed, cancelled)
+is flagged to its handler, which stops at its next context call.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Iterable
+
+from boson_django import services
+from boson_django.worker.attempt import Attempt
+
+log = logging.getLogger("boson_django.worker")
+
+
+class Heartbeat:
+    def __init__(self, every_ms: int, using: str):
+        self.every_ms = every_ms
+        self.using = using
+        self.last = time.monotonic()
+
+    def interval_s(self, held: Iterable[Attempt]) -> float:
+        shortest = min((a.lease_ms for a in held if a.lease_ms), default=None)
+        every = self.every_ms if shortest is None else min(self.every_ms, shortest / 3)
+        return max(every, 1) / 1000
+
+    def seconds_left(self, held: list[Attempt]) -> float:
+        return max(self.last + self.interval_s(held) - time.monotonic(), 0.0)
+
+    def maybe_beat(self, held: list[Attempt]) -> list[Attempt]:
+        """Renew if a beat is due; returns the attempts found lost (already flagged)."""
+        if not held or self.seconds_left(held) > 0:
+            return []
+        return self.beat(held)
+
+    def beat(self, held: list[Attempt]) -> list[Attempt]:
+        self.last = time.monotonic()
+        groups: dict[int, list[Attempt]] = defaultdict(list)
+        for attempt in held:
+            groups[attempt.lease_ms].append(attempt)
+        lost: list[Attempt] = []
+        for lease_ms, group in groups.items():
+            gone = set(services.renew([a.lease for a in group], lease_ms, using=self.using))
+            lost += [a for a in group if a.job_id in gone]
+        for attempt in lost:
+            log.warning("boson: lease of job %s was lost (expired, reclaimed or cancelled); asking its handler to stop", attempt.job_id)
+            attempt.lost("its lease was lost (expired, reclaimed or cancelled)")
+        return lost

@@ -1,0 +1,94 @@
+"""Capture a handler's ``logging`` output per attempt, for that attempt's record.
+
+One handler sits on the root logger for the life of the worker. It routes each record
+to the buffer of the attempt that emitted it, found through a context variable: each
+sync handler runs with the variable set in its pool thread, each async handler in its
+own asyncio task context, so concurrent jobs never see each other's lines. Records
+emitted outside an attempt (the worker's own logging) are ignored.
+
+It captures what the logging configuration lets through to the root logger, at or
+above ``BOSON["LOG_CAPTURE_LEVEL"]``. Buffers are bounded: the newest lines are kept
+and the count of dropped ones is reported (the services bound the stored size again).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+from boson_django.services.history import MAX_LOG_LINES
+
+MAX_LINE_CHARS = 4_000
+
+
+class Buffer:
+    """The lines of one attempt: the newest ``MAX_LOG_LINES`` kept."""
+
+    def __init__(self) -> None:
+        self.lines: deque[str] = deque(maxlen=MAX_LOG_LINES)
+        self.seen = 0
+
+    def add(self, line: str) -> None:
+        self.seen += 1
+        self.lines.append(line[:MAX_LINE_CHARS])
+
+    def collect(self) -> list[str]:
+        kept = list(self.lines)
+        dropped = self.seen - len(kept)
+        return ([f"[{dropped} earlier log lines dropped]"] if dropped else []) + kept
+
+
+_current: ContextVar[Buffer | None] = ContextVar("boson_log_buffer", default=None)
+
+
+class _RouteToAttempt(logging.Handler):
+    def emit(self, record: logging.LogRecord) -> None:
+        buffer = _current.get()
+        if buffer is None:
+            return
+        try:
+            buffer.add(self.format(record))
+        except Exception:  # a broken record must never fail the job
+            self.handleError(record)
+
+
+_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+_lock = threading.Lock()
+_installed: _RouteToAttempt | None = None
+_users = 0
+
+
+def install(level: int) -> None:
+    """Attach the routing handler to the root logger (reference counted)."""
+    global _installed, _users
+    with _lock:
+        _users += 1
+        if _installed is None:
+            _installed = _RouteToAttempt(level)
+            _installed.setFormatter(logging.Formatter(_FORMAT))
+            logging.getLogger().addHandler(_installed)
+
+
+def uninstall() -> None:
+    global _installed, _users
+    with _lock:
+        _users = max(_users - 1, 0)
+        if _users == 0 and _installed is not None:
+            logging.getLogger().removeHandler(_installed)
+            _installed = None
+
+
+@contextmanager
+def capturing() -> Iterator[Buffer]:
+    """Route this context's log records to a fresh buffer until the block ends."""
+    buffer = Buffer()
+    token = _current.set(buffer)
+    try:
+        yield buffer
+    finally:
+        _current.reset(token)
+

@@ -1,0 +1,126 @@
+"""Wake-ups: PostgreSQL LISTEN/NOTIFY with a poll fallback, or polling alone.
+
+Enqueue side: :func:`notify_at_commit` sends ``pg_notify(channel, queue)`` once the
+enqueuing transaction commits (never for a rolled-back job). Worker side: a
+:class:`Listener` thread holds a dedicated psycopg connection (outside Django's pool)
+that LISTENs and sets the worker's :class:`Waker`. The worker also wakes every
+``POLL_INTERVAL_MS`` regardless, so a lost notification, a dropped listener connection
+or a deployment without NOTIFY (PgBouncer in transaction pooling mode, SQLite) only
+costs latency. Poll-only mode is the same worker with no listener.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from django.db import connections, transaction
+
+from boson_django import conf
+
+log = logging.getLogger("boson_django.worker")
+
+#: OPTIONS keys that configure Django's connection, not libpq.
+_DJANGO_ONLY = {"isolation_level", "server_side_binding", "assume_role", "pool", "cursor_factory", "context", "prepare_threshold"}
+#: Payload meaning "any queue" (sweeps that made work available send it).
+ANY_QUEUE = "*"
+
+
+class Waker:
+    """What the worker loop sleeps on: set by notifications, finished jobs and signals."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+
+    def set(self) -> None:
+        self._event.set()
+
+    def wait(self, timeout: float) -> bool:
+        fired = self._event.wait(max(timeout, 0.0))
+        self._event.clear()
+        return fired
+
+
+def enabled(using: str) -> bool:
+    return conf.get().NOTIFY and connections[using].vendor == "postgresql"
+
+
+def send(queue: str, using: str) -> None:
+    """NOTIFY now (outside any transaction it is delivered at once)."""
+    with connections[using].cursor() as cursor:
+        cursor.execute("SELECT pg_notify(%s, %s)", [conf.get().NOTIFY_CHANNEL, queue])
+
+
+def notify_at_commit(queues: Sequence[str], using: str) -> None:
+    """Wake idle workers of ``queues`` when the current transaction commits."""
+    if not enabled(using):
+        return
+    for queue in sorted(set(queues)):
+        transaction.on_commit(lambda q=queue: _send_quietly(q, using), using=using)  # type: ignore[misc]
+
+
+def _send_quietly(queue: str, using: str) -> None:
+    try:
+        send(queue, using)
+    except Exception:  # noqa: BLE001 -- the job is committed; workers will poll it up
+        log.warning("boson: NOTIFY for queue %r failed; workers will find the job by polling", queue, exc_info=True)
+
+
+def connect_params(settings_dict: dict[str, Any]) -> dict[str, Any]:
+    """libpq parameters of a Django PostgreSQL database, for a connection of our own."""
+    params: dict[str, Any] = {"dbname": settings_dict.get("NAME") or "postgres"}
+    for key, name in (("USER", "user"), ("PASSWORD", "password"), ("HOST", "host"), ("PORT", "port")):
+        if settings_dict.get(key):
+            params[name] = settings_dict[key]
+    params.update({k: v for k, v in (settings_dict.get("OPTIONS") or {}).items() if k not in _DJANGO_ONLY})
+    return params
+
+
+class Listener:
+    """LISTEN on a dedicated connection in a daemon thread; reconnects with backoff."""
+
+    def __init__(self, waker: Waker, using: str, queues: Sequence[str], channel: str | None = None):
+        self.waker = waker
+        self.queues = set(queues)
+        self.channel = channel or conf.get().NOTIFY_CHANNEL
+        self.params = connect_params(connections[using].settings_dict)
+        self.connected = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="boson-listen", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=2)
+
+    def wanted(self, payload: str) -> bool:
+        return not self.queues or payload == ANY_QUEUE or payload in self.queues
+
+    def _run(self) -> None:
+        delay = 0.1
+        while not self._stop.is_set():
+            try:
+                self._listen()
+                delay = 0.1
+            except Exception:  # noqa: BLE001 -- polling covers us while we reconnect
+                self.connected.clear()
+                log.warning("boson: LISTEN connection failed; polling until it is back", exc_info=True)
+                self._stop.wait(delay)
+                delay = min(delay * 2, conf.get().RECONNECT_MAX_MS / 1000)
+
+    def _listen(self) -> None:
+        import psycopg
+        from psycopg import sql
+
+        with psycopg.connect(**self.params, autocommit=True) as conn:
+            conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
+            self.connected.set()
+            self.waker.set()  # anything enqueued while we were not listening
+            while not self._stop.is_set():
+                for note in conn.notifies(timeout=0.5):
+                    if self.wanted(note.payload):
+                        self.waker.set()

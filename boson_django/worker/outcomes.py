@@ -1,0 +1,110 @@
+"""What a handler run produced, and the small exceptions a handler uses to choose it.
+
+The executor turns every way a handler can end into a :class:`Finish` (pure data: an
+:class:`~boson_django.states.Outcome` plus what the ack needs); the runtime hands it to
+``services.ack``. A handler asks for a non-default outcome by raising one of the
+:class:`Control` exceptions below -- usually through its context
+(``context.snooze(5000)``) -- so a snooze or skip is never mistaken for a failure.
+"""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass
+from typing import Any
+
+from boson_django.errors import StoreError
+from boson_django.states import Outcome
+
+
+@dataclass(frozen=True)
+class Finish:
+    """How one attempt ended: the ack's arguments, decided without touching the store."""
+
+    outcome: Outcome
+    error: str | None = None
+    delay_ms: int | None = None
+    result: Any = None
+    logs: tuple[str, ...] = ()
+
+    def with_logs(self, logs: list[str]) -> Finish:
+        return Finish(self.outcome, self.error, self.delay_ms, self.result, tuple(logs))
+
+
+class Control(Exception):
+    """Base of the exceptions that end a handler with a chosen outcome (not an error)."""
+
+    outcome: Outcome = Outcome.RETRY
+
+    def __init__(self, delay_ms: int | None = None, reason: str = ""):
+        super().__init__(reason or self.__class__.__name__)
+        self.delay_ms = delay_ms
+        self.reason = reason
+
+    def finish(self) -> Finish:
+        return Finish(self.outcome, error=self.reason or None, delay_ms=self.delay_ms)
+
+
+class Snooze(Control):
+    """Run again after ``delay_ms``; spends no attempt and records nothing."""
+
+    outcome = Outcome.SNOOZE
+
+
+class Skip(Control):
+    """Nothing to do: the job ends ``skipped`` (Django shows SUCCESSFUL)."""
+
+    outcome = Outcome.SKIP
+
+
+class Discard(Control):
+    """Give up now without retrying: the job ends ``failed`` with ``reason``."""
+
+    outcome = Outcome.DISCARD
+
+    def finish(self) -> Finish:
+        return Finish(self.outcome, error=f"{_path(type(self))}: {self.reason or 'discarded by the handler'}")
+
+
+class RateLimited(Control):
+    """An outside rate limit was hit: back to ``scheduled`` after ``delay_ms`` (or when
+    the job's bucket refills), spending no attempt."""
+
+    outcome = Outcome.RATE_LIMITED
+
+
+class JobInterrupted(StoreError):
+    """Raised inside a handler at its next context call once it must stop: its lease was
+    lost (reclaimed, cancelled) or the worker is shutting down and released it."""
+
+
+class TaskTimeout(TimeoutError):
+    """The handler overran the job's ``timeout_ms``; the attempt was acked RETRY."""
+
+
+class UndecodableJob(StoreError):
+    """A row names no registered task, or its arguments cannot be passed to it."""
+
+
+def _path(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def error_text(exc: BaseException) -> str:
+    """``dotted.ExceptionClass: message`` then the traceback (see taskresults.task_error)."""
+    message = str(exc).replace("\n", " ")
+    tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return f"{_path(type(exc))}: {message}\n{tb}"
+
+
+def failure(exc: BaseException) -> Finish:
+    """An exception from the handler: RETRY with backoff (the services decide give-up)."""
+    return Finish(Outcome.RETRY, error=error_text(exc))
+
+
+def timed_out(timeout_ms: int) -> Finish:
+    return Finish(Outcome.RETRY, error=f"{_path(TaskTimeout)}: handler overran timeout_ms={timeout_ms}")
+
+
+def undecodable(why: str) -> Finish:
+    return Finish(Outcome.UNDECODABLE, error=f"{_path(UndecodableJob)}: {why}")

@@ -1,0 +1,267 @@
+"""The worker loop: admit, run, ack, renew, sweep, sleep -- until told to stop.
+
+Each tick is a handful of short transactions on the loop's own connection; no
+transaction is ever open while a handler runs (handlers run on other threads and make
+their own short ones through their context). Admission asks only for as many jobs as
+there are free slots, so a worker never holds a lease it cannot start. The loop sleeps
+on a :class:`~boson_django.worker.notify.Waker` that a finished job, a NOTIFY, a signal
+or the poll interval sets -- it never spins. A database error closes the connection and
+backs off (capped by ``RECONNECT_MAX_MS``); leases keep being renewed once it is back,
+and a lease that lapsed meanwhile is reclaimed by a sweep, so no job is ever lost.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import socket
+from dataclasses import dataclass, field
+
+from django.db import DatabaseError, InterfaceError, close_old_connections, connections
+
+from boson_django import clock, conf, services
+from boson_django.errors import LeaseRejected
+from boson_django.services import _db
+from boson_django.worker import logcapture
+from boson_django.worker.attempt import Attempt
+from boson_django.worker.delivery import deliver
+from boson_django.worker.executor import Executor, finish_of
+from boson_django.worker.heartbeat import Heartbeat
+from boson_django.worker.notify import ANY_QUEUE, Listener, Waker, enabled, send
+from boson_django.worker.outcomes import TaskTimeout, timed_out
+from boson_django.worker.shutdown import Shutdown
+from boson_django.worker.sweeper import Sweeper
+
+log = logging.getLogger("boson_django.worker")
+
+
+def default_worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+
+
+@dataclass
+class WorkerOptions:
+    """What ``manage.py boson_worker`` accepts; ``None`` means the ``BOSON`` setting."""
+
+    queues: list[str] = field(default_factory=list)
+    concurrency: int | None = None
+    burst: bool = False
+    max_jobs: int | None = None
+    poll_interval_ms: int | None = None
+    notify: bool | None = None
+    worker_id: str | None = None
+    grace_ms: int | None = None
+    using: str | None = None
+    handle_signals: bool = True
+
+
+class Backoff:
+    """Capped exponential wait between reconnect attempts."""
+
+    def __init__(self, cap_ms: int):
+        self.cap_s = cap_ms / 1000
+        self.next_s = 0.1
+
+    def take(self) -> float:
+        wait, self.next_s = self.next_s, min(self.next_s * 2, self.cap_s)
+        return min(wait, self.cap_s)
+
+    def reset(self) -> None:
+        self.next_s = 0.1
+
+
+class Worker:
+    def __init__(self, options: WorkerOptions | None = None):
+        o = options or WorkerOptions()
+        s = conf.get()
+        self.options = o
+        self.using = _db.alias(o.using)
+        self.worker_id = o.worker_id or default_worker_id()
+        self.concurrency = o.concurrency or s.CONCURRENCY
+        self.poll_s = (o.poll_interval_ms or s.POLL_INTERVAL_MS) / 1000
+        self.waker = Waker()
+        self.shutdown = Shutdown(s.SHUTDOWN_GRACE_MS if o.grace_ms is None else o.grace_ms, self.waker.set)
+        self.heartbeat = Heartbeat(s.HEARTBEAT_MS, self.using)
+        self.sweeper = Sweeper(self.worker_id, self.using, s.SWEEP_INTERVAL_MS, s.SWEEP_BATCH, self._wake_others)
+        self.backoff = Backoff(s.RECONNECT_MAX_MS)
+        self.running: dict[str, Attempt] = {}
+        self.admitted = 0
+        self.listener: Listener | None = None
+        self._announced_stop = False
+        self._next_deadline_s: float | None = None
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def run(self) -> int:
+        """Run until stopped (or, in burst mode, until nothing is due); returns 0."""
+        executor = self._start()
+        try:
+            while not self._step(executor):
+                pass
+        finally:
+            self._finish(executor)
+        return 0
+
+    def stop(self) -> None:
+        """Ask the loop to stop gracefully (what SIGTERM does); safe from any thread."""
+        self.shutdown.request("stop()")
+
+    def _start(self) -> Executor:
+        if self.options.handle_signals:
+            self.shutdown.install()
+        logcapture.install(conf.get().LOG_CAPTURE_LEVEL)
+        if self._use_notify():
+            self.listener = Listener(self.waker, self.using, self.options.queues)
+            self.listener.start()
+        log.info("boson: worker %s up (queues=%s, concurrency=%d, %s)", self.worker_id,
+                 ",".join(self.options.queues) or "*", self.concurrency, "notify" if self.listener else "poll only")
+        return Executor(self.concurrency, "boson")
+
+    def _use_notify(self) -> bool:
+        wanted = conf.get().NOTIFY if self.options.notify is None else self.options.notify
+        return wanted and enabled(self.using) and not self.options.burst
+
+    def _finish(self, executor: Executor) -> None:
+        for step in (self.sweeper.release, executor.shutdown, logcapture.uninstall, self.shutdown.uninstall):
+            try:
+                step()
+            except Exception:  # noqa: BLE001 -- best effort on the way out
+                log.warning("boson: shutdown step %s failed", step.__name__, exc_info=True)
+        if self.listener is not None:
+            self.listener.stop()
+        log.info("boson: worker %s stopped after %d jobs", self.worker_id, self.admitted)
+
+    def _step(self, executor: Executor) -> bool:
+        """One guarded tick; a database error backs off instead of ending the worker."""
+        try:
+            done = self._tick(executor)
+            self.backoff.reset()
+            return done
+        except (DatabaseError, InterfaceError):
+            wait = self.backoff.take()
+            log.warning("boson: database error; reconnecting in %.1fs", wait, exc_info=True)
+            self._drop_connection()
+            self.waker.wait(wait)
+            # Past the grace with the store unreachable: exit; the leases lapse and are reclaimed.
+            return self.shutdown.stopping and self.shutdown.grace_over()
+
+    def _drop_connection(self) -> None:
+        try:
+            connections[self.using].close()
+        except Exception:  # noqa: BLE001 -- it is already broken
+            pass
+
+    # -- one tick ----------------------------------------------------------------------
+
+    def _tick(self, executor: Executor) -> bool:
+        """Returns True when the worker is done."""
+        close_old_connections()
+        self._collect()
+        self._enforce_timeouts()
+        self.heartbeat.maybe_beat(self._held())
+        if self.shutdown.stopping:
+            return self._drain()
+        if self.options.burst:
+            self.sweeper.run()
+        else:
+            self.sweeper.maybe_run()
+        asked, got = self._admit(executor)
+        if self._idle_exit(got):
+            return True
+        if not (asked and got == asked):
+            self.waker.wait(self._sleep_s())
+        return False
+
+    def _held(self) -> list[Attempt]:
+        return [a for a in self.running.values() if not a.settled]
+
+    def _collect(self) -> None:
+        for attempt in [a for a in self.running.values() if a.future is not None and a.future.done()]:
+            deliver(attempt, finish_of(attempt.future, attempt))  # type: ignore[arg-type]
+            del self.running[attempt.job_id]
+
+    def _admit(self, executor: Executor) -> tuple[int, int]:
+        free = self.concurrency - len(self.running)
+        if self.options.max_jobs is not None:
+            free = min(free, self.options.max_jobs - self.admitted)
+        if free <= 0:
+            return 0, 0
+        units = services.admit(self.worker_id, self.options.queues, free, using=self.using)
+        for unit in units:
+            attempt = Attempt(unit, self.worker_id, self.using)
+            self.running[attempt.job_id] = attempt
+            executor.submit(attempt, lambda _f: self.waker.set())
+        self.admitted += len(units)
+        return free, len(units)
+
+    def _idle_exit(self, got: int) -> bool:
+        if self.running or got:
+            return False
+        if self.options.max_jobs is not None and self.admitted >= self.options.max_jobs:
+            return True
+        return self.options.burst
+
+    def _enforce_timeouts(self) -> None:
+        timed = [a for a in self._held() if a.deadline is not None]
+        self._next_deadline_s = None
+        if not timed:
+            return
+        now = clock.now(self.using)
+        for attempt in timed:
+            left = (attempt.deadline - now).total_seconds()  # type: ignore[operator]
+            if left <= 0:
+                self._time_out(attempt)
+            else:
+                self._next_deadline_s = min(left, self._next_deadline_s or left)
+
+    def _time_out(self, attempt: Attempt) -> None:
+        timeout_ms = int(attempt.unit.envelope.timeout_ms or 0)
+        finish = timed_out(timeout_ms)
+        logs = attempt.logs.collect() if attempt.logs is not None else []
+        deliver(attempt, finish.with_logs(logs))
+        attempt.interrupt(TaskTimeout(f"job {attempt.job_id} overran timeout_ms={timeout_ms}; stop now"))
+
+    def _drain(self) -> bool:
+        """Stopping: wait for running jobs within the grace, then release the rest."""
+        if not self._announced_stop:
+            self._announced_stop = True
+            log.info("boson: stopping (%s); %d running jobs have %.1fs to finish",
+                     ", ".join(self.shutdown.reasons), len(self._held()), self.shutdown.seconds_left())
+        held = self._held()
+        if not held:
+            return True
+        if self.shutdown.grace_over():
+            self._release(held)
+            return True
+        self.waker.wait(min(self.shutdown.seconds_left(), self.heartbeat.seconds_left(held), self.poll_s))
+        return False
+
+    def _release(self, held: list[Attempt]) -> None:
+        for attempt in held:
+            try:
+                services.release(attempt.lease, using=self.using)
+                log.info("boson: released job %s (shutdown grace over)", attempt.job_id)
+            except LeaseRejected as exc:
+                log.warning("boson: could not release job %s: %s", attempt.job_id, exc)
+            attempt.lost("released because the worker is shutting down")
+
+    def _sleep_s(self) -> float:
+        held = self._held()
+        waits = [self.poll_s, self.sweeper.seconds_left()]
+        if held:
+            waits.append(self.heartbeat.seconds_left(held))
+        if self._next_deadline_s is not None:
+            waits.append(self._next_deadline_s)
+        return max(min(waits), 0.001)
+
+    def _wake_others(self) -> None:
+        """A sweep made jobs available: wake this loop and, via NOTIFY, idle peers."""
+        self.waker.set()
+        if enabled(self.using):
+            try:
+                send(ANY_QUEUE, self.using)
+            except DatabaseError:
+                log.debug("boson: NOTIFY after a sweep failed", exc_info=True)
+
+

@@ -1,0 +1,66 @@
+"""Graceful shutdown: SIGTERM/SIGINT stop admission, running jobs get a grace period to
+finish, the rest are handed back with ``services.release`` and the process exits 0.
+
+A second signal ends the grace at once (release now). Signal handlers can only be
+installed from the main thread; an embedded or test worker is stopped with
+:meth:`Shutdown.request` instead.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from collections.abc import Callable
+from types import FrameType
+from typing import Any
+
+SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+class Shutdown:
+    def __init__(self, grace_ms: int, on_request: Callable[[], None] | None = None):
+        self.grace_ms = grace_ms
+        self.on_request = on_request
+        self.requested = threading.Event()
+        self.deadline: float | None = None
+        self.reasons: list[str] = []
+        self._previous: dict[int, Any] = {}
+
+    @property
+    def stopping(self) -> bool:
+        return self.requested.is_set()
+
+    def request(self, reason: str = "requested") -> None:
+        """First call: stop admitting, start the grace period. Later calls: end the grace."""
+        now = time.monotonic()
+        self.reasons.append(reason)  # logged by the loop: logging is not signal-safe
+        if not self.requested.is_set():
+            self.deadline = now + self.grace_ms / 1000
+            self.requested.set()
+        else:
+            self.deadline = now
+        if self.on_request:
+            self.on_request()
+
+    def grace_over(self) -> bool:
+        return self.deadline is not None and time.monotonic() >= self.deadline
+
+    def seconds_left(self) -> float:
+        return float("inf") if self.deadline is None else max(self.deadline - time.monotonic(), 0.0)
+
+    def install(self) -> bool:
+        """Handle SIGTERM/SIGINT; False when not on the main thread (nothing installed)."""
+        if threading.current_thread() is not threading.main_thread():
+            return False
+        for sig in SIGNALS:
+            self._previous[sig] = signal.signal(sig, self._on_signal)
+        return True
+
+    def uninstall(self) -> None:
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous)
+        self._previous.clear()
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        self.request(signal.Signals(signum).name)
