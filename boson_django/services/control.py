@@ -54,7 +54,8 @@ def cancel(job_id: str, *, using: str | None = None) -> bool:
 def retry(job_id: str, *, using: str | None = None) -> bool:
     """failed/cancelled -> available now; ``False`` otherwise.
 
-    ``attempt`` keeps counting (history stays honest); if the job had spent its budget,
+    ``attempt`` and ``crash_attempt`` keep counting (history stays honest; only a
+    quarantine release resets crashes); if the job had spent its budget,
     ``max_attempts`` is raised by one so it gets exactly one more try (as Oban does).
     """
     assert using is not None
@@ -88,13 +89,13 @@ def release_quarantined(job_id: str, *, using: str | None = None) -> bool:
     for each in parked:
         # "unquarantined" fits Run.outcome (16 chars; PostgreSQL enforces it, SQLite does not).
         history.record(each, outcome="unquarantined", error="released by operator", now=now, using=using)
+        each.crash_attempt = 0  # the release row resets the crash count; operator retry keeps it
         _make_available(each, now)
     return True
 
 
 def _make_available(job: Job, now: Any) -> None:
     job.state = JobState.AVAILABLE.value
-    job.crash_attempt = 0
     job.run_at = now
     job.finalized_at = job.expires_at = None
     job.save(update_fields=["state", "crash_attempt", "run_at", "finalized_at", "expires_at"])
