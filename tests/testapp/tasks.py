@@ -120,3 +120,8 @@ def overruns(context, folder: str) -> str:
     (here / f"stopped-{context.job_id}").write_text(str(stopped))
     context.progress(1)  # raises: the attempt was already acked as timed out
     return "unreachable"
+
+
+@task
+def returns_set(x: int) -> set:
+    return {x}

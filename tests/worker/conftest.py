@@ -24,3 +24,65 @@ def job(job_id: str) -> Any:
     from boson_django.models import Job
 
     return Job.objects.get(id=job_id)
+
+
+import pathlib  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+
+import pytest  # noqa: E402
+
+from boson_django.worker import Worker, WorkerOptions  # noqa: E402
+
+
+def wait_until(check: Any, timeout: float = 20.0, what: str = "condition") -> Any:
+    """Poll ``check()`` until it is truthy (coordination, not timing: the bound only
+    turns a hang into a failure)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.01)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def started_file(folder: pathlib.Path, job_id: str) -> Any:
+    return wait_until(lambda: list(folder.glob(f"started-{job_id}-*")) or list(folder.glob(f"started-{job_id}")),
+                      what=f"job {job_id} to start")
+
+
+class ThreadWorker:
+    """A real Worker on a thread of this process (no signals: stop() instead)."""
+
+    def __init__(self, **options: Any):
+        options.setdefault("poll_interval_ms", 20)
+        self.worker = Worker(WorkerOptions(handle_signals=False, **options))
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.exit_code: int | None = None
+
+    def _run(self) -> None:
+        from django.db import connections
+
+        try:
+            self.exit_code = self.worker.run()
+        finally:
+            connections.close_all()
+
+    def __enter__(self) -> ThreadWorker:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def stop(self, timeout: float = 20.0) -> int | None:
+        self.worker.stop()
+        self.thread.join(timeout)
+        assert not self.thread.is_alive(), "worker did not stop"
+        return self.exit_code
+
+
+@pytest.fixture
+def folder(tmp_path: pathlib.Path) -> pathlib.Path:
+    return tmp_path

@@ -1,0 +1,114 @@
+"""Outcomes a handler chooses through its context, and rows the worker must not run."""
+
+from __future__ import annotations
+
+import pytest
+
+from boson_django import services
+from boson_django.compat import TaskResultStatus, task_finished, task_started
+from boson_django.models import Job
+from tests.testapp.tasks import add, chooses, noop
+from tests.worker.conftest import burst, job, state
+
+
+def test_snooze_reschedules_without_spending_an_attempt(live_clock):
+    result = chooses.enqueue("snooze")
+    burst()
+    assert state(result.id) == "scheduled" and job(result.id).attempt == 0
+    assert services.errors(result.id) == []
+    live_clock.advance(5_000)
+    burst()
+    assert chooses.get_result(result.id).return_value == "second run"
+
+
+def test_rate_limited_reschedules_after_its_delay(live_clock):
+    result = chooses.enqueue("rate_limited")
+    burst()
+    assert state(result.id) == "scheduled" and job(result.id).attempt == 0
+    live_clock.advance(2_000)
+    burst()
+    assert state(result.id) == "completed"
+
+
+def test_skip_ends_skipped_and_reads_successful(live_clock):
+    result = chooses.enqueue("skip")
+    burst()
+    assert state(result.id) == "skipped"
+    assert chooses.get_result(result.id).status == TaskResultStatus.SUCCESSFUL
+
+
+def test_discard_fails_at_once_naming_a_real_exception_class(live_clock):
+    result = chooses.using(max_attempts=5).enqueue("discard")
+    burst()
+    assert state(result.id) == "failed"
+    (error,) = chooses.get_result(result.id).errors
+    assert error.exception_class_path == "boson_django.worker.outcomes.Discard"
+    assert "bad input" in error.traceback
+    assert error.exception_class.__name__ == "Discard"
+
+
+@pytest.mark.parametrize("name", ["os.system", "tests.testapp.tasks._wait_for", "tests.testapp.tasks.worker_log"])
+def test_unregistered_names_end_failed_and_the_worker_keeps_going(live_clock, name):
+    bad = noop.enqueue()
+    Job.objects.filter(id=bad.id).update(task=name)
+    good = add.enqueue(1, 1)
+    burst()
+    assert state(bad.id) == "failed"
+    (record,) = services.errors(bad.id)
+    assert record.outcome == "undecodable"
+    assert record.error.startswith("boson_django.worker.outcomes.UndecodableJob:")
+    assert "not a registered task" in record.error and name in record.error
+    assert add.get_result(good.id).return_value == 2
+
+
+def test_arguments_of_the_wrong_shape_are_undecodable(live_clock):
+    bad = add.enqueue(1, 2)
+    Job.objects.filter(id=bad.id).update(kwargs=[1])
+    burst()
+    assert state(bad.id) == "failed"
+    assert "not a list and a dict" in services.errors(bad.id)[0].error
+
+
+def test_started_and_finished_signals_carry_task_results(live_clock):
+    seen: list[tuple[str, str]] = []
+
+    def on_started(sender, task_result, **kwargs):
+        seen.append(("started", task_result.status))
+
+    def on_finished(sender, task_result, **kwargs):
+        seen.append(("finished", task_result.status))
+
+    task_started.connect(on_started)
+    task_finished.connect(on_finished)
+    try:
+        add.enqueue(1, 2)
+        burst()
+    finally:
+        task_started.disconnect(on_started)
+        task_finished.disconnect(on_finished)
+    assert seen == [("started", TaskResultStatus.RUNNING), ("finished", TaskResultStatus.SUCCESSFUL)]
+
+
+def test_retention_zero_job_is_deleted_and_still_reported_finished(live_clock):
+    got = []
+
+    def on_finished(sender, task_result, **kwargs):
+        got.append((task_result.status, task_result.return_value))
+
+    task_finished.connect(on_finished)
+    try:
+        result = add.using(retention_ms=0).enqueue(2, 2)
+        burst()
+    finally:
+        task_finished.disconnect(on_finished)
+    assert state(result.id) is None
+    assert got == [(TaskResultStatus.SUCCESSFUL, 4)]
+
+
+def test_a_return_value_that_is_not_json_is_a_failure(live_clock):
+    from tests.testapp.tasks import returns_set
+
+    result = returns_set.enqueue(1)
+    burst()
+    assert state(result.id) == "retryable"
+    assert services.errors(result.id)[0].error.startswith("builtins.TypeError: return value is not JSON serializable")
