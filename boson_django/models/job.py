@@ -112,6 +112,9 @@ class Job(models.Model):
             models.Index(
                 fields=["fingerprint"], condition=Q(state="quarantined"), name="boson_job_quar"
             ),
+            models.Index(
+                fields=["queue", "run_at"], condition=Q(state="available"), name="boson_job_wait"
+            ),
             models.Index(fields=["queue", "state"], name="boson_job_queue_state"),
             models.Index(fields=["task", "state"], name="boson_job_task_state"),
         ]

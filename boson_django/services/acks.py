@@ -10,7 +10,7 @@ from typing import Any
 from boson_django import clock, conf, policies, validation
 from boson_django.errors import InvalidEnvelope
 from boson_django.models import Job, JobData
-from boson_django.services import _db, buckets, history, leases
+from boson_django.services import _db, buckets, history, leases, throughput
 from boson_django.states import ATTEMPT_SPENDING, RECORDED_OUTCOMES, JobState, Outcome, ends_in
 
 _rng = random.Random()
@@ -59,6 +59,7 @@ def ack(
     job = leases.hold(lease, now, using)
     job.charged_weight = buckets.reconcile(using, now, job.rate_class, job.charged_weight, weight)
     spent = job.attempt + (1 if parsed in ATTEMPT_SPENDING else 0)
+    throughput.count_finish(job, parsed, spent, now, using)
     step = _STEPS[parsed]
     state = step(job, spent, now, delay, error or "", using)
     assert ends_in(JobState.RUNNING, parsed, state), (parsed, state)

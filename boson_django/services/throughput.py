@@ -1,0 +1,69 @@
+"""Throughput counters: every finished attempt, counted at ack in the ack's transaction.
+
+One upsert per ack into ``boson_throughput_minute`` (minute, queue, outcome, wait bucket,
+shard). Counting at ack, not from runs, means a job deleted at ack (retention 0) still
+counts, and the dashboard reads at most a day of small rows instead of scanning runs.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from datetime import datetime, timedelta
+from typing import Any
+
+from boson_django import policies
+from boson_django.services import _db
+from boson_django.states import Outcome
+
+SHARDS = 8
+KEEP = timedelta(days=2)
+
+_UPSERT = (
+    "INSERT INTO boson_throughput_minute (minute, queue, outcome, wait_bucket, shard, count) "
+    "VALUES (%s, %s, %s, %s, %s, 1) ON CONFLICT (minute, queue, outcome, wait_bucket, shard) "
+    "DO UPDATE SET count = boson_throughput_minute.count + 1"
+)
+
+
+def label(outcome: Outcome, spent: int, max_attempts: int) -> str | None:
+    """What a finished attempt counts as; ``None`` for acks that finish no attempt."""
+    if outcome is Outcome.SUCCESS:
+        return "completed"
+    if outcome is Outcome.RETRY:
+        return "failed" if policies.gives_up(spent, max_attempts) else "retried"
+    if outcome in (Outcome.UNDECODABLE, Outcome.DISCARD):
+        return "failed"
+    if outcome is Outcome.SKIP:
+        return "skipped"
+    return None
+
+
+def wait_bucket(wait_ms: float) -> int:
+    """``floor(log2(wait_ms + 1))``: bucket b holds waits in [2**b - 1, 2**(b+1) - 1) ms."""
+    return int(math.log2(max(wait_ms, 0.0) + 1.0))
+
+
+def count_finish(job: Any, outcome: Outcome, spent: int, now: datetime, using: str) -> None:
+    """Count this ack's finished attempt (call before the transition rewrites ``run_at``)."""
+    kind = label(outcome, spent, job.max_attempts)
+    if kind is None:
+        return
+    admitted = job.attempted_at or now
+    wait_ms = (admitted - job.run_at).total_seconds() * 1000 if job.run_at else 0.0
+    connection = _db.conn(using)
+    minute = _db.dt_param(connection, now.replace(second=0, microsecond=0))
+    with connection.cursor() as cursor:
+        cursor.execute(_UPSERT, [minute, job.queue, kind, wait_bucket(wait_ms), random.randrange(SHARDS)])
+
+
+@_db.store_transaction
+def prune_throughput(before: datetime | None = None, *, using: str | None = None) -> int:
+    """Delete counter rows older than ``before`` (default: two days before store time)."""
+    from boson_django import clock
+    from boson_django.models import ThroughputMinute
+
+    if before is None:
+        before = clock.now(using) - KEEP
+    deleted, _ = ThroughputMinute.objects.using(using).filter(minute__lt=before).delete()
+    return deleted
