@@ -1,0 +1,72 @@
+"""``boson_status`` and ``boson_sweep`` as an operator runs them."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from boson_django import services
+from tests.testapp.tasks import add, noop
+from tests.worker.conftest import state
+
+
+def run(name: str, *args: str) -> str:
+    out = io.StringIO()
+    call_command(name, *args, stdout=out)
+    return out.getvalue()
+
+
+def test_status_shows_queues_by_state_leases_duties_and_the_oldest_waiting_job(live_clock):
+    waiting = add.enqueue(1, 2)
+    mail = noop.using(queue_name="mail").enqueue()
+    services.pause_queue("mail")
+    unit = services.admit("w-status", ["default"], 1)[0]
+    later = noop.enqueue()
+    services.claim_duty("boson.promote", "w-status", 60_000)
+    live_clock.advance(90_000)
+    text = run("boson_status")
+    assert "mail (paused)" in text
+    default_row = next(line for line in text.splitlines() if line.startswith("default "))
+    assert default_row.split()[1:4] == ["0", "1", "1"]  # scheduled, available, running
+    assert "running leases: 1" in text and unit.lease.job_id in text and "expired" in text
+    assert "boson.promote: free" in text
+    assert "quarantined: 0" in text
+    assert f"oldest waiting job: {mail.id} tests.testapp.tasks.noop on mail, due 1.5m ago" in text
+    assert waiting.id == unit.lease.job_id and state(later.id) == "available"
+
+
+def test_status_on_an_empty_store(live_clock):
+    text = run("boson_status")
+    assert "(no queues yet)" in text and "(none claimed yet)" in text and "none due" in text
+
+
+def test_sweep_promotes_reclaims_and_evicts_once(live_clock):
+    from datetime import timedelta
+
+    due = noop.using(run_after=live_clock.now() + timedelta(seconds=1)).enqueue()
+    noop.enqueue()
+    crashed = services.admit("w-dead", [], 1)[0]  # its worker never renews
+    done = noop.using(retention_ms=1_000).enqueue()
+    unit = services.admit("w-live", [], 1)[0]
+    assert unit.lease.job_id == done.id
+    services.ack(unit.lease, "success")
+    live_clock.advance(60_000)
+    text = run("boson_sweep")
+    assert "promote: 1" in text and "reclaim: 1" in text and "evict: 1" in text
+    assert state(due.id) == "available"
+    assert state(crashed.lease.job_id) == "available"
+    assert state(done.id) is None
+
+
+def test_sweep_skips_a_duty_another_node_holds(live_clock):
+    services.claim_duty("boson.reclaim", "someone-else", 60_000)
+    text = run("boson_sweep")
+    assert "reclaim: skipped (held by another node)" in text and "promote: 0" in text
+
+
+def test_worker_rejects_a_bad_concurrency():
+    with pytest.raises(CommandError):
+        call_command("boson_worker", "--concurrency", "0")

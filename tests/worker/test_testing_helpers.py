@@ -1,0 +1,40 @@
+"""``boson_django.testing``: what users' own test suites get."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from boson_django import clock, services
+from boson_django.compat import TaskResultStatus
+from boson_django.testing import boson_clock, frozen_clock, run_until_idle  # noqa: F401 (fixture)
+from tests.testapp.tasks import add, async_add, fail, inspect_context
+
+
+def test_run_until_idle_runs_inline_inside_the_test_transaction(db):
+    first, second = add.enqueue(1, 2), async_add.enqueue(3, 4)
+    ctx = inspect_context.enqueue("inline")
+    assert run_until_idle() == 3
+    assert add.get_result(first.id).return_value == 3
+    assert async_add.get_result(second.id).return_value == 7
+    assert inspect_context.get_result(ctx.id).return_value["attempt"] == 1
+    assert run_until_idle() == 0
+
+
+def test_frozen_clock_steps_retries_into_view(db):
+    at = datetime(2031, 5, 1, tzinfo=timezone.utc)
+    with frozen_clock(at) as frozen:
+        result = fail.using(max_attempts=2).enqueue("x")
+        assert run_until_idle() == 1
+        assert fail.get_result(result.id).status == TaskResultStatus.READY
+        assert run_until_idle() == 0  # the retry is not due yet
+        frozen.advance(2_000)
+        assert frozen.now() == clock.now()
+        assert run_until_idle() == 1
+        assert fail.get_result(result.id).status == TaskResultStatus.FAILED
+    assert clock.now().year != 2031
+
+
+def test_boson_clock_fixture(boson_clock):
+    before = boson_clock.now()
+    assert boson_clock.advance(1_000) > before
+    assert services.counts()["available"] == 0
