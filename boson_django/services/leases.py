@@ -72,11 +72,11 @@ def renew(leases: Sequence[Any], lease_ms: int, *, using: str | None = None) -> 
     with connection.cursor() as cursor:
         cursor.execute(
             "UPDATE boson_job SET lease_expires_at = %s WHERE state = 'running' "
-            f"AND lease_expires_at > %s AND (id, fence) IN (VALUES {pairs}) RETURNING id",
+            f"AND lease_expires_at > %s AND (id, fence) IN (VALUES {pairs}) RETURNING id, fence",
             params,
         )
-        kept = {row[0] for row in cursor.fetchall()}
-    return [ref.job_id for ref in refs if ref.job_id not in kept]
+        kept = {(row[0], row[1]) for row in cursor.fetchall()}
+    return [ref.job_id for ref in refs if (ref.job_id, ref.fence) not in kept]
 
 
 @_db.store_transaction
