@@ -96,7 +96,8 @@ def _move_reclaimed(group: list[dict[str, Any]], target: JobState, now: datetime
 
 
 def _register_fingerprints(rows: list[dict[str, Any]], now: datetime, using: str) -> None:
-    for row in rows:
+    """In fingerprint order, so two reclaimers inserting the same two never deadlock."""
+    for row in sorted({r["fingerprint"]: r for r in reversed(rows)}.values(), key=lambda r: r["fingerprint"]):
         QuarantinedFingerprint.objects.using(using).get_or_create(
             fingerprint=row["fingerprint"],
             defaults={

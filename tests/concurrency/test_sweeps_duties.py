@@ -24,7 +24,7 @@ def test_two_reclaimers_reclaim_each_expired_job_exactly_once(live_clock):
     services.set_task_config(ADD, crash_limit=1)
     plain = [r.id for r in services.enqueue([envelope(NOOP, queue="rc") for _ in range(150)])]
     # Same arguments = same fingerprint: two reclaimers may quarantine them at once.
-    poison = [r.id for r in services.enqueue([envelope(ADD, queue="rc", args=[1, i % 2]) for i in range(50)])]
+    poison = [r.id for r in services.enqueue([envelope(ADD, queue="rc", args=[1, i % 5]) for i in range(50)])]
     assert len(services.admit("w-old", ["rc"], 500, lease_ms=LEASE_MS)) == 200
     live_clock.advance(LEASE_MS)
 
@@ -40,7 +40,7 @@ def test_two_reclaimers_reclaim_each_expired_job_exactly_once(live_clock):
     assert set(rows.values_list("crash_attempt", "attempt", "fence")) == {(1, 0, 1)}
     assert services.counts("rc")["available"] == 150
     assert services.counts("rc")["quarantined"] == 50
-    assert QuarantinedFingerprint.objects.count() == 2
+    assert QuarantinedFingerprint.objects.count() == 5
     lost = Counter(Run.objects.filter(outcome="lease_lost").values_list("job_id", flat=True))
     assert set(lost.values()) == {1} and len(lost) == 200
     assert not Run.objects.filter(finished_at__isnull=True).exists()
