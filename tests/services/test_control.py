@@ -12,8 +12,6 @@ from boson_django.services import Outcome
 from tests.factories import state_of
 from tests.services.support import LEASE_MS, drive, job_row, recorded, snapshot, start_job
 
-COUNTERS = ("attempt", "crash_attempt", "fence", "run_at")
-
 
 def _same_counters(before: dict, after: dict, *fields: str) -> None:
     for field in fields:
