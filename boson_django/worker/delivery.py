@@ -28,6 +28,8 @@ log = logging.getLogger("boson_django.worker")
 def deliver(attempt: Attempt, finish: Finish) -> str | None:
     """Ack the attempt; returns the job's new state (None: deleted or refused)."""
     if attempt.settled:
+        log.warning("boson: job %s finished after its lease was lost; outcome %s not stored",
+                    attempt.job_id, finish.outcome.value)
         return None
     try:
         state = _ack(attempt, finish)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
@@ -25,6 +26,7 @@ class Command(BaseCommand):
         parser.add_argument("--database", help="Database alias of the store (default BOSON['DATABASE']).")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        _log_to_stderr(options["verbosity"])
         grace = options["grace_seconds"]
         worker = Worker(WorkerOptions(
             queues=options["queues"],
@@ -38,6 +40,18 @@ class Command(BaseCommand):
             using=options["database"],
         ))
         worker.run()
+
+
+def _log_to_stderr(verbosity: int) -> None:
+    """Show the worker's own log lines when the project configured no logging for them:
+    verbosity 0 warnings only, 1 (default) one line per job, 2+ debug."""
+    logger = logging.getLogger("boson_django")
+    if logger.handlers or logging.getLogger().handlers:
+        return
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel({0: logging.WARNING, 1: logging.INFO}.get(verbosity, logging.DEBUG))
 
 
 def _positive(text: str) -> int:

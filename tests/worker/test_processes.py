@@ -1,0 +1,133 @@
+"""Real worker processes (``python -m django boson_worker``): SIGKILL, SIGTERM, lost leases.
+
+They run on SQLite and PostgreSQL alike. Processes and the test coordinate through files
+and rows; time-dependent steps use the frozen store clock, which every process reads from
+the database.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+
+import pytest
+from django.db import connection
+
+from boson_django import services
+from boson_django.models import Run
+from tests.testapp.tasks import gated, noop
+from tests.worker.conftest import job, started_file, state, wait_until
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+class Proc:
+    """A worker subprocess whose log goes to a file the test can wait on."""
+
+    def __init__(self, folder: pathlib.Path, name: str, *args: str):
+        self.log = folder / f"{name}.log"
+        env = dict(
+            os.environ, DJANGO_SETTINGS_MODULE="tests.settings", PYTHONPATH=str(ROOT),
+            BOSON_TEST_DB=os.environ.get("BOSON_TEST_DB", "sqlite"),
+            BOSON_PG_NAME=str(connection.settings_dict["NAME"]),
+        )
+        command = [sys.executable, "-m", "django", "boson_worker", "--poll-interval-ms", "50", "--worker-id", name, *args]
+        with open(self.log, "w") as out:
+            self.popen = subprocess.Popen(command, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+
+    def says(self, text: str) -> bool:
+        return text in self.log.read_text()
+
+    def wait_for_line(self, text: str) -> None:
+        wait_until(lambda: self.says(text) or self.popen.poll() is not None, what=f"{text!r} in {self.log.name}")
+        assert self.says(text), self.log.read_text()
+
+    def exit_code(self, timeout: float = 30) -> int:
+        try:
+            return self.popen.wait(timeout)
+        finally:
+            if self.popen.poll() is None:
+                self.popen.kill()
+
+
+@pytest.fixture
+def procs():
+    started: list[Proc] = []
+    yield started
+    for proc in started:
+        if proc.popen.poll() is None:
+            proc.popen.kill()
+            proc.popen.wait(10)
+
+
+def test_sigkill_mid_job_is_reclaimed_and_completed_exactly_once(live_clock, tmp_path, procs):
+    result = gated.enqueue(str(tmp_path), 11)
+    first = Proc(tmp_path, "w-killed")
+    procs.append(first)
+    started_file(tmp_path, result.id)
+    first.popen.send_signal(signal.SIGKILL)
+    assert first.exit_code() == -signal.SIGKILL
+    assert state(result.id) == "running"
+    live_clock.advance(job(result.id).lease_ms + 1)
+    (tmp_path / "go").write_text("go")
+    second = Proc(tmp_path, "w-rescuer", "--burst")
+    procs.append(second)
+    assert second.exit_code() == 0, second.log.read_text()
+    after = job(result.id)
+    assert (after.state, after.crash_attempt, after.attempt) == ("completed", 1, 1)
+    assert services.get_result(result.id).data == 11 and services.get_result(result.id).fence == 2
+    runs = list(Run.objects.filter(job_id=result.id).order_by("fence").values_list("worker_id", "outcome"))
+    assert runs == [("w-killed", "lease_lost"), ("w-rescuer", "success")]
+    assert (tmp_path / f"finished-{result.id}").read_text() == "11"
+
+
+def test_sigterm_drains_running_jobs_and_exits_zero(live_clock, tmp_path, procs):
+    jobs = [gated.enqueue(str(tmp_path), i) for i in range(3)]
+    proc = Proc(tmp_path, "w-term", "--concurrency", "4", "--grace-seconds", "60")
+    procs.append(proc)
+    for each in jobs:
+        started_file(tmp_path, each.id)
+    proc.popen.send_signal(signal.SIGTERM)
+    proc.wait_for_line("stopping (SIGTERM)")
+    late = noop.enqueue()  # admission has stopped: this one waits for another worker
+    (tmp_path / "go").write_text("go")
+    assert proc.exit_code() == 0, proc.log.read_text()
+    assert [gated.get_result(j.id).return_value for j in jobs] == [0, 1, 2]
+    assert state(late.id) == "available"
+    assert services.counts()["running"] == 0
+
+
+def test_second_sigterm_releases_running_jobs_at_once(live_clock, tmp_path, procs):
+    result = gated.enqueue(str(tmp_path), 1)
+    proc = Proc(tmp_path, "w-twice", "--grace-seconds", "600")
+    procs.append(proc)
+    started_file(tmp_path, result.id)
+    proc.popen.send_signal(signal.SIGTERM)
+    proc.wait_for_line("stopping (SIGTERM)")
+    proc.popen.send_signal(signal.SIGTERM)
+    assert proc.exit_code() == 0, proc.log.read_text()
+    after = job(result.id)
+    assert (after.state, after.attempt, after.crash_attempt) == ("available", 0, 0)
+    assert [r.outcome for r in services.errors(result.id)] == ["released"]
+
+
+def test_a_lost_lease_cannot_store_the_result(live_clock, tmp_path, procs):
+    result = gated.enqueue(str(tmp_path), 5)
+    proc = Proc(tmp_path, "w-late")
+    procs.append(proc)
+    started_file(tmp_path, result.id)
+    services.pause_queue("default")
+    live_clock.advance(job(result.id).lease_ms + 1)
+    (tmp_path / "go").write_text("go")
+    proc.wait_for_line("not stored")
+    assert services.get_result(result.id) is None
+    services.reclaim_expired()
+    assert (state(result.id), job(result.id).crash_attempt, job(result.id).attempt) == ("available", 1, 0)
+    services.resume_queue("default")
+    wait_until(lambda: state(result.id) == "completed", what="the job to run again")
+    assert services.get_result(result.id).fence == 2
+    proc.popen.send_signal(signal.SIGTERM)
+    assert proc.exit_code() == 0
