@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import IntegrityError, transaction
+
 from boson_django import clock, validation
 from boson_django.errors import UnknownJob
 from boson_django.models import Job, QuarantinedFingerprint, Queue
@@ -52,7 +54,9 @@ def cancel(job_id: str, *, using: str | None = None) -> bool:
 
 @_db.store_transaction
 def retry(job_id: str, *, using: str | None = None) -> bool:
-    """failed/cancelled -> available now; ``False`` otherwise.
+    """failed/cancelled -> available now; ``False`` otherwise, and ``False`` when a newer
+    live job holds the same ``unique_key`` (the unique index refuses the retry; nothing
+    is written).
 
     ``attempt`` and ``crash_attempt`` keep counting (history stays honest; only a
     quarantine release resets crashes); if the job had spent its budget,
@@ -63,10 +67,13 @@ def retry(job_id: str, *, using: str | None = None) -> bool:
     if not allows(job.state, Event.RETRY):
         return False
     now = clock.now(using)
-    history.record(job, outcome="retried", error="retried by operator", now=now, using=using)
     job.max_attempts = max(job.max_attempts, job.attempt + 1)
-    job.save(update_fields=["max_attempts"])
-    _make_available(job, now)
+    try:
+        with transaction.atomic(using=using):
+            _make_available(job, now)
+    except IntegrityError:
+        return False  # a newer live job holds its unique_key: retrying would duplicate it
+    history.record(job, outcome="retried", error="retried by operator", now=now, using=using)
     return True
 
 
@@ -98,7 +105,7 @@ def _make_available(job: Job, now: Any) -> None:
     job.state = JobState.AVAILABLE.value
     job.run_at = now
     job.finalized_at = job.expires_at = None
-    job.save(update_fields=["state", "crash_attempt", "run_at", "finalized_at", "expires_at"])
+    job.save(update_fields=["state", "crash_attempt", "max_attempts", "run_at", "finalized_at", "expires_at"])
 
 
 @_db.store_transaction

@@ -165,3 +165,23 @@ def test_retry_does_not_retry_a_job_that_is_not_failed_or_cancelled(store_clock,
     before = snapshot(driven.job_id)
     assert services.retry(driven.job_id) is False
     assert snapshot(driven.job_id) == before
+
+
+def test_retry_refuses_when_a_newer_live_job_holds_the_unique_key(store_clock):
+    """A failed job's key may have been taken by a newer job; retrying must not duplicate it."""
+    from boson_django import services
+    from boson_django.models import Job, Run
+    from tests.factories import admit_one, enqueue_one
+
+    old = enqueue_one(queue="uk", unique_key="k1", max_attempts=1)
+    unit = admit_one("w1", ["uk"])
+    services.ack(unit.lease, "retry", error="x")
+    assert Job.objects.get(id=old).state == "failed"
+    newer = enqueue_one(queue="uk", unique_key="k1")
+    runs_before = Run.objects.filter(job_id=old).count()
+    assert services.retry(old) is False
+    assert Job.objects.get(id=old).state == "failed"
+    assert Run.objects.filter(job_id=old).count() == runs_before
+    services.cancel(newer)
+    assert services.retry(old) is True
+    assert Job.objects.get(id=old).state == "available"
