@@ -125,3 +125,9 @@ def overruns(context, folder: str) -> str:
 @task
 def returns_set(x: int) -> set:
     return {x}
+
+
+@task
+def stamp(folder: str, n: int) -> None:
+    """Writes the wall time it started at (bench/wakeup_latency.py)."""
+    (pathlib.Path(folder) / f"start-{n}").write_text(repr(time.time()))
