@@ -1,0 +1,96 @@
+"""Task policy, duties and quarantined fingerprints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin
+from django.db.models import DateTimeField, Value
+from django.http import HttpRequest
+
+from boson_django import clock, services, validation
+from boson_django.admin import actions, display
+from boson_django.admin.base import ReadOnlyAdmin, has_perm
+from boson_django.models import Duty, Job, QuarantinedFingerprint, TaskConfig
+from boson_django.services.config import POLICY_FIELDS, _validated
+from boson_django.states import JobState
+
+
+class TaskConfigForm(forms.ModelForm):
+    class Meta:
+        model = TaskConfig
+        fields = ("task", *POLICY_FIELDS)
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        try:
+            _validated({k: data.get(k) for k in POLICY_FIELDS if k in data})  # the service's own checks
+            if "task" in data:
+                validation.name(data["task"], "task", max_len=255)
+        except ValueError as exc:
+            field = getattr(exc, "field", None)
+            raise forms.ValidationError({field: str(exc)} if field in self.fields else str(exc)) from exc
+        return data
+
+
+class TaskConfigAdmin(ReadOnlyAdmin):
+    """Per-task policy; a saved row goes through ``services.set_task_config``."""
+
+    form = TaskConfigForm
+    list_display = ("task", *POLICY_FIELDS)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        return ("task",) if obj else ()
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return has_perm(request, "add_taskconfig")
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return has_perm(request, "change_taskconfig")
+
+    def save_model(self, request: HttpRequest, obj: TaskConfig, form: Any, change: bool) -> None:
+        services.set_task_config(obj.task, **{k: form.cleaned_data.get(k) for k in POLICY_FIELDS})
+
+
+class DutyAdmin(ReadOnlyAdmin):
+    list_display = ("name", "holder", "claimed_at", "expires_at", "expires_in")
+
+    def get_queryset(self, request: HttpRequest) -> Any:
+        return super().get_queryset(request).annotate(store_now=Value(clock.now(), output_field=DateTimeField()))
+
+    @admin.display(description="expires in")
+    def expires_in(self, obj: Duty) -> str:
+        return display.relative(obj.expires_at, obj.store_now, "{}", "free (expired {} ago)")  # type: ignore[attr-defined]
+
+
+class QuarantinedFingerprintAdmin(ReadOnlyAdmin):
+    list_display = ("fingerprint", "task", "job", "quarantined_at", "reason")
+    search_fields = ("=fingerprint", "=job_id")
+    actions = ("release_selected",)
+
+    @admin.display(description="job")
+    def job(self, obj: QuarantinedFingerprint) -> str:
+        return display.job_link(obj.job_id)
+
+    def has_release_quarantine_permission(self, request: HttpRequest) -> bool:
+        return has_perm(request, "release_quarantine")
+
+    @admin.action(description="Release selected fingerprints (and their parked jobs)", permissions=["release_quarantine"])
+    def release_selected(self, request: HttpRequest, queryset: Any) -> None:
+        """Releases one quarantined job per fingerprint; the service frees its siblings with it."""
+        fingerprints = list(queryset.values_list("fingerprint", flat=True)[: actions.BULK_LIMIT])
+        parked = dict(
+            Job.objects.filter(fingerprint__in=fingerprints, state=JobState.QUARANTINED.value)
+            .values_list("fingerprint", "id")
+        )
+        rows = [(parked[f], JobState.QUARANTINED.value) if f in parked else ("", "") for f in fingerprints]
+        tally = actions.apply(actions.RELEASE, [r for r in rows if r[0]])
+        tally.skipped += sum(1 for r in rows if not r[0])
+        tally.op = actions.Op(actions.RELEASE.event, actions.RELEASE.service, "released", "no quarantined job left")
+        actions.report(self, request, tally)
+
+
+admin.site.register(TaskConfig, TaskConfigAdmin)
+admin.site.register(Duty, DutyAdmin)
+admin.site.register(QuarantinedFingerprint, QuarantinedFingerprintAdmin)

@@ -1,0 +1,116 @@
+"""The dashboard: one admin page with the whole store at a glance.
+
+Registered as the changelist of the ``Dashboard`` proxy model, so it sits in the admin's
+sidebar of the default ``admin.site`` with no custom AdminSite.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.contrib import admin
+from django.http import HttpRequest
+from django.template.response import TemplateResponse
+
+from boson_django import clock
+from boson_django.admin import charts, display, stats
+from boson_django.admin.base import ReadOnlyAdmin
+from boson_django.admin.paginator import CAP, capped_count, count_label
+from boson_django.models import Dashboard, QuarantinedFingerprint
+
+COLOURS = {"completed": "#3b9a5b", "retried": "#c58b00", "failed": "#d0443e", "p50": "#2f7ebc", "p95": "#b8336a"}
+
+
+class DashboardAdmin(ReadOnlyAdmin):
+    view_as = "job"
+
+    def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> TemplateResponse:
+        if not self.has_view_permission(request):
+            from django.core.exceptions import PermissionDenied
+
+            raise PermissionDenied
+        now = clock.now()
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Boson dashboard",
+            "subtitle": None,
+            "opts": self.opts,
+            "store_now": now,
+            "cap": CAP,
+            **matrix_context(now),
+            **charts_context(now),
+            "leases": [{**row, "expires": display.relative(row["lease_expires_at"], now, "in {}", "EXPIRED {} ago"),
+                        "expired": row["lease_expires_at"] <= now} for row in stats.leases_near_expiry(now)],
+            "fingerprints": count_label(*capped_count(QuarantinedFingerprint.objects.all())),
+            "duties": [{"duty": d, "expires": display.relative(d.expires_at, now, "in {}", "free (expired {} ago)")} for d in stats.duties()],
+            "buckets": stats.buckets(now),
+        }
+        request.current_app = self.admin_site.name
+        return TemplateResponse(request, "admin/boson_django/dashboard.html", context)
+
+
+def matrix_context(now: datetime) -> dict[str, Any]:
+    queues = stats.queues_with_oldest()
+    counts = stats.capped_matrix([q.name for q in queues])
+    rows = []
+    totals = {s: 0 for s in stats.STATES}
+    capped_totals = set()
+    for q in queues:
+        cells = []
+        for state in stats.STATES:
+            n = counts.get((q.name, state), 0)
+            totals[state] += min(n, CAP)
+            if n > CAP:
+                capped_totals.add(state)
+            cells.append({"state": state, "label": count_label(min(n, CAP), n > CAP), "n": n,
+                          "url": display.changelist_url("job", queue=q.name, state=state)})
+        oldest = None
+        if q.oldest_id:  # type: ignore[attr-defined]
+            oldest = {"id": q.oldest_id, "waiting": display.duration(now - q.oldest_run_at) if q.oldest_run_at <= now else "0s"}  # type: ignore[attr-defined]
+        rows.append({"queue": q, "cells": cells, "oldest": oldest})
+    return {
+        "states": stats.STATES,
+        "rows": rows,
+        "state_totals": [{"state": s, "label": count_label(totals[s], s in capped_totals), "url": display.changelist_url("job", state=s)} for s in stats.STATES],
+        "more_queues": len(queues) >= stats.MAX_QUEUES,
+        "running": count_label(totals["running"], "running" in capped_totals),
+        "quarantined": count_label(totals["quarantined"], "quarantined" in capped_totals),
+    }
+
+
+def charts_context(now: datetime) -> dict[str, Any]:
+    minute = now.replace(second=0, microsecond=0)
+    hour_start = minute - timedelta(minutes=59)
+    day_span = timedelta(minutes=15)
+    day_start = minute.replace(minute=minute.minute - minute.minute % 15) - day_span * 95
+    rows = stats.minute_counts(day_start, now)
+    hour = stats.Binned(hour_start, timedelta(minutes=1), 60).add(rows)
+    day = stats.Binned(day_start, day_span, 96).add(rows)
+    return {
+        "hour_totals": hour.totals(),
+        "day_totals": day.totals(),
+        "charts": [
+            _throughput(hour, "Throughput, last hour (per minute)", "%H:%M", 10),
+            _throughput(day, "Throughput, last day (per 15 minutes)", "%H:%M", 16),
+            _latency(hour, "Wait before start, last hour (per minute)", "%H:%M", 10),
+            _latency(day, "Wait before start, last day (per 15 minutes)", "%H:%M", 16),
+        ],
+    }
+
+
+def _throughput(binned: stats.Binned, title: str, fmt: str, every: int) -> charts.Chart:
+    series = [charts.Series(o, COLOURS[o], [float(v) for v in binned.counts[o]]) for o in ("completed", "retried", "failed")]
+    return charts.line_chart(title, "jobs", series, binned.start, binned.span, binned.bins, every, fmt)
+
+
+def _latency(binned: stats.Binned, title: str, fmt: str, every: int) -> charts.Chart:
+    series = [charts.Series(f"p{int(q * 100)}", COLOURS[f"p{int(q * 100)}"], binned.percentile(q)) for q in (0.5, 0.95)]
+    return charts.line_chart(title, "ms", series, binned.start, binned.span, binned.bins, every, fmt, y_fmt=_ms)
+
+
+def _ms(value: float) -> str:
+    return display.duration(timedelta(milliseconds=value)) if value else "0"
+
+
+admin.site.register(Dashboard, DashboardAdmin)

@@ -1,0 +1,69 @@
+"""Small escaped renderers shared by the admin pages (format_html everywhere)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.urls import reverse
+from django.utils.html import format_html
+
+STATE_COLOURS = {
+    "scheduled": "#6b7fa3", "available": "#2f7ebc", "running": "#8a5cc7", "retryable": "#c58b00",
+    "completed": "#3b9a5b", "skipped": "#7d8a96", "failed": "#d0443e", "cancelled": "#9a6b4f",
+    "quarantined": "#b8336a",
+}
+
+
+def badge(text: str, colour: str | None = None) -> str:
+    colour = colour or STATE_COLOURS.get(text, "#7d8a96")
+    return format_html(
+        '<span class="boson-badge" style="background:{};color:#fff;border-radius:4px;padding:1px 6px;'
+        'font-size:0.85em;white-space:nowrap">{}</span>',
+        colour, text,
+    )
+
+
+def pretty_json(value: Any) -> str:
+    text = json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=str)
+    return format_html('<pre class="boson-pre">{}</pre>', text)
+
+
+def pre(text: str) -> str:
+    return format_html('<pre class="boson-pre">{}</pre>', text) if text else "—"
+
+
+def duration(delta: timedelta) -> str:
+    """``3d 4h``, ``5m 02s``, ``850 ms``: two units at most."""
+    ms = abs(delta.total_seconds()) * 1000
+    if ms < 1000:
+        return f"{ms:.0f} ms"
+    s = int(ms // 1000)
+    d, s = divmod(s, 86400)
+    h, s = divmod(s, 3600)
+    m, s = divmod(s, 60)
+    if d:
+        return f"{d}d {h}h"
+    if h:
+        return f"{h}h {m:02d}m"
+    return f"{m}m {s:02d}s" if m else f"{s}s"
+
+
+def relative(at: datetime | None, now: datetime, future: str = "in {}", past: str = "{} ago") -> str:
+    if at is None:
+        return "—"
+    delta = at - now
+    return (future if delta.total_seconds() >= 0 else past).format(duration(delta))
+
+
+def job_link(job_id: str, text: str | None = None) -> str:
+    url = reverse("admin:boson_django_job_change", args=[job_id])
+    return format_html('<a href="{}">{}</a>', url, text or job_id)
+
+
+def changelist_url(model: str, **params: str) -> str:
+    from urllib.parse import urlencode
+
+    url = reverse(f"admin:boson_django_{model}_changelist")
+    return f"{url}?{urlencode(params)}" if params else url

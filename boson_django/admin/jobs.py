@@ -1,0 +1,204 @@
+"""The job lists and the job detail page; per-job buttons post to small admin URLs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.contrib.admin.views.main import ChangeList
+from django.core.exceptions import PermissionDenied
+from django.db.models.functions import Substr
+from django.http import Http404, HttpRequest, HttpResponseRedirect
+from django.urls import path, reverse
+from django.views.decorators.http import require_POST
+
+from boson_django import clock, services
+from boson_django.admin import actions, display
+from boson_django.admin.base import ReadOnlyAdmin, has_perm
+from boson_django.admin.filters import QueueFilter, TaskFilter
+from boson_django.models import Job, Run
+
+#: The columns a list loads: no payload, checkpoint, result or full error text.
+LIST_FIELDS = (
+    "id", "task", "queue", "state", "priority", "attempt", "max_attempts", "crash_attempt", "run_at",
+    "finalized_at", "fingerprint", "fence", "lease_holder", "lease_expires_at",
+)
+ERROR_HEAD = 120
+MAX_RUNS_SHOWN = 100
+
+OPS = {
+    "retry": (actions.RETRY, "operate_job"),
+    "cancel": (actions.CANCEL, "operate_job"),
+    "release": (actions.RELEASE, "release_quarantine"),
+}
+
+
+class JobChangeList(ChangeList):
+    def get_queryset(self, request: HttpRequest, exclude_parameters: Any = None) -> Any:
+        qs = super().get_queryset(request, exclude_parameters)
+        return qs.only(*LIST_FIELDS).annotate(error_head=Substr("last_error", 1, ERROR_HEAD))
+
+
+class JobAdmin(ReadOnlyAdmin):
+    view_as = "job"
+    list_display = ("id", "task", "queue", "state_badge", "priority", "attempts", "run_at", "finalized_at", "error_head_display")
+    list_filter = ("state", QueueFilter, TaskFilter)
+    search_fields = ("=id",)
+    search_help_text = "Exact job id."
+    ordering = ("-id",)
+    sortable_by = ("id", "priority", "run_at", "finalized_at")
+    show_facets = admin.ShowFacets.NEVER
+    action_form = actions.SnapshotActionForm
+    actions = ("retry_selected", "cancel_selected", "release_selected")
+    change_form_template = "admin/boson_django/job/change_form.html"
+    readonly_fields = (
+        "args_json", "kwargs_json", "meta_json", "state_badge", "last_error_pre", "store_now",
+        "due", "expires", "lease_expires", "progress", "checkpoint_json",
+    )
+    fieldsets = (
+        ("Envelope", {"fields": ("id", "task", "queue", "priority", "args_json", "kwargs_json", "meta_json",
+                                 "unique_key", "fingerprint", "rate_class", "weight")}),
+        ("Policy", {"fields": ("max_attempts", "retention_ms", "lease_ms", "timeout_ms", "crash_limit")}),
+        ("State", {"fields": ("state_badge", "attempt", "crash_attempt", "last_error_pre")}),
+        ("Store-clock timings", {"fields": ("store_now", "due", "enqueued_at", "started_at", "attempted_at",
+                                            "finalized_at", "expires")}),
+        ("Lease", {"fields": ("lease_holder", "fence", "lease_expires", "charged_weight")}),
+        ("Progress and checkpoint", {"fields": ("progress", "checkpoint_json")}),
+    )
+
+    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
+        return JobChangeList
+
+    # -- list columns ---------------------------------------------------------------
+    @admin.display(description="state", ordering="state")
+    def state_badge(self, obj: Job) -> str:
+        return display.badge(obj.state)
+
+    @admin.display(description="attempts")
+    def attempts(self, obj: Job) -> str:
+        return f"{obj.attempt}/{obj.max_attempts}"
+
+    @admin.display(description="last error")
+    def error_head_display(self, obj: Job) -> str:
+        head = getattr(obj, "error_head", None) or ""
+        return head.splitlines()[-1][:ERROR_HEAD] if head else ""
+
+    # -- detail fields ----------------------------------------------------------------
+    def get_object(self, request: HttpRequest, object_id: str, from_field: Any = None) -> Job | None:
+        obj = super().get_object(request, object_id, from_field)
+        if obj is not None:
+            obj.store_now_value = clock.now()  # type: ignore[attr-defined]
+        return obj
+
+    @admin.display(description="args")
+    def args_json(self, obj: Job) -> str:
+        return display.pretty_json(obj.args)
+
+    @admin.display(description="kwargs")
+    def kwargs_json(self, obj: Job) -> str:
+        return display.pretty_json(obj.kwargs)
+
+    @admin.display(description="meta")
+    def meta_json(self, obj: Job) -> str:
+        return display.pretty_json(obj.meta)
+
+    @admin.display(description="checkpoint")
+    def checkpoint_json(self, obj: Job) -> str:
+        return "—" if obj.checkpoint is None else display.pretty_json(obj.checkpoint)
+
+    @admin.display(description="last error")
+    def last_error_pre(self, obj: Job) -> str:
+        return display.pre(obj.last_error)
+
+    @admin.display(description="store time now")
+    def store_now(self, obj: Job) -> Any:
+        return obj.store_now_value  # type: ignore[attr-defined]
+
+    @admin.display(description="run at (due)")
+    def due(self, obj: Job) -> str:
+        return f"{obj.run_at:%Y-%m-%d %H:%M:%S.%f} UTC ({display.relative(obj.run_at, obj.store_now_value, 'due in {}', 'due {} ago')})"  # type: ignore[attr-defined]
+
+    @admin.display(description="expires at (retention)")
+    def expires(self, obj: Job) -> str:
+        if obj.expires_at is None:
+            return "—"
+        return f"{obj.expires_at:%Y-%m-%d %H:%M:%S} UTC ({display.relative(obj.expires_at, obj.store_now_value, 'deleted in {}', 'due for eviction {} ago')})"  # type: ignore[attr-defined]
+
+    @admin.display(description="lease expires")
+    def lease_expires(self, obj: Job) -> str:
+        if obj.lease_expires_at is None:
+            return "—"
+        rel = display.relative(obj.lease_expires_at, obj.store_now_value, "in {}", "EXPIRED {} ago: awaiting reclaim")  # type: ignore[attr-defined]
+        return f"{obj.lease_expires_at:%Y-%m-%d %H:%M:%S} UTC ({rel})"
+
+    @admin.display(description="progress")
+    def progress(self, obj: Job) -> str:
+        found = services.get_progress(obj.id)
+        if found is None:
+            return "—"
+        total = f"/{found.total}" if found.total is not None else ""
+        return f"{found.current}{total} {found.message} (attempt {found.attempt}, fence {found.fence}, at {found.at:%H:%M:%S})"
+
+    # -- the detail page --------------------------------------------------------------
+    def change_view(self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None) -> Any:
+        extra = {**(extra_context or {}), **self.detail_context(request, object_id)}
+        return super().change_view(request, object_id, form_url, extra)
+
+    def detail_context(self, request: HttpRequest, object_id: str) -> dict[str, Any]:
+        runs = list(Run.objects.filter(job_id=object_id).order_by("-started_at", "-id")[: MAX_RUNS_SHOWN + 1])
+        load = request.GET.get("load")
+        return {
+            "runs": runs[:MAX_RUNS_SHOWN],
+            "runs_truncated": len(runs) > MAX_RUNS_SHOWN,
+            "loaded": load if load in ("output", "result") else None,
+            "output": services.get_output(object_id) if load == "output" else None,
+            "result": services.get_result(object_id) if load == "result" else None,
+            "job_buttons": self.buttons(request, object_id),
+        }
+
+    def buttons(self, request: HttpRequest, object_id: str) -> list[dict[str, str]]:
+        return [
+            {"op": name, "label": name.capitalize(), "url": reverse("admin:boson_django_job_op", args=[object_id, name])}
+            for name, (op, perm) in OPS.items()
+            if has_perm(request, perm)
+        ]
+
+    def get_urls(self) -> list[Any]:
+        if self.model is not Job:
+            return super().get_urls()
+        view = self.admin_site.admin_view(require_POST(self.job_op_view))
+        return [path("<path:object_id>/op/<str:op>/", view, name="boson_django_job_op"), *super().get_urls()]
+
+    def job_op_view(self, request: HttpRequest, object_id: str, op: str) -> HttpResponseRedirect:
+        if op not in OPS:
+            raise Http404(f"no operation {op!r}")
+        operation, perm = OPS[op]
+        if not has_perm(request, perm):
+            raise PermissionDenied
+        row = Job.objects.filter(id=object_id).values_list("id", "state").first()
+        if row is None:
+            raise Http404("no such job")
+        actions.report(self, request, actions.apply(operation, [row]))
+        return HttpResponseRedirect(reverse("admin:boson_django_job_change", args=[object_id]))
+
+    # -- bulk actions -----------------------------------------------------------------
+    def has_operate_job_permission(self, request: HttpRequest) -> bool:
+        return has_perm(request, "operate_job")
+
+    def has_release_quarantine_permission(self, request: HttpRequest) -> bool:
+        return has_perm(request, "release_quarantine")
+
+    @admin.action(description="Retry selected %(verbose_name_plural)s", permissions=["operate_job"])
+    def retry_selected(self, request: HttpRequest, queryset: Any) -> Any:
+        return actions.run_job_action(self, request, queryset, actions.RETRY, "retry")
+
+    @admin.action(description="Cancel selected %(verbose_name_plural)s", permissions=["operate_job"])
+    def cancel_selected(self, request: HttpRequest, queryset: Any) -> Any:
+        return actions.run_job_action(self, request, queryset, actions.CANCEL, "cancel")
+
+    @admin.action(description="Release selected %(verbose_name_plural)s from quarantine", permissions=["release_quarantine"])
+    def release_selected(self, request: HttpRequest, queryset: Any) -> Any:
+        return actions.run_job_action(self, request, queryset, actions.RELEASE, "release")
+
+
+admin.site.register(Job, JobAdmin)

@@ -1,0 +1,76 @@
+"""Queues: pause and resume, through the services."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponseRedirect
+from django.urls import path, reverse
+from django.views.decorators.http import require_POST
+
+from boson_django import services
+from boson_django.admin import display
+from boson_django.admin.base import ReadOnlyAdmin, has_perm
+from boson_django.models import Queue
+
+
+class QueueAdmin(ReadOnlyAdmin):
+    list_display = ("name", "status", "paused_at", "jobs")
+    actions = ("pause_selected", "resume_selected")
+    fields = ("name", "status", "paused_at", "jobs")
+    readonly_fields = ("status", "jobs")
+    change_form_template = "admin/boson_django/queue/change_form.html"
+
+    @admin.display(description="status", ordering="paused")
+    def status(self, obj: Queue) -> str:
+        return display.badge("paused", "#c58b00") if obj.paused else display.badge("active", "#3b9a5b")
+
+    @admin.display(description="jobs")
+    def jobs(self, obj: Queue) -> str:
+        from django.utils.html import format_html
+
+        return format_html('<a href="{}">jobs in this queue</a>', display.changelist_url("job", queue=obj.name))
+
+    def has_operate_queue_permission(self, request: HttpRequest) -> bool:
+        return has_perm(request, "operate_queue")
+
+    def _each(self, request: HttpRequest, queryset: Any, service: Any, verb: str) -> None:
+        names = list(queryset.values_list("name", flat=True))
+        for name in names:
+            service(name)
+        self.message_user(request, f"{len(names)} {verb}", messages.SUCCESS)
+
+    @admin.action(description="Pause selected queues", permissions=["operate_queue"])
+    def pause_selected(self, request: HttpRequest, queryset: Any) -> None:
+        self._each(request, queryset, services.pause_queue, "paused")
+
+    @admin.action(description="Resume selected queues", permissions=["operate_queue"])
+    def resume_selected(self, request: HttpRequest, queryset: Any) -> None:
+        self._each(request, queryset, services.resume_queue, "resumed")
+
+    def change_view(self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None) -> Any:
+        buttons = []
+        if has_perm(request, "operate_queue"):
+            buttons = [
+                {"op": op, "label": op.capitalize(), "url": reverse("admin:boson_django_queue_op", args=[object_id, op])}
+                for op in ("pause", "resume")
+            ]
+        return super().change_view(request, object_id, form_url, {**(extra_context or {}), "queue_buttons": buttons})
+
+    def get_urls(self) -> list[Any]:
+        view = self.admin_site.admin_view(require_POST(self.queue_op_view))
+        return [path("<path:object_id>/op/<str:op>/", view, name="boson_django_queue_op"), *super().get_urls()]
+
+    def queue_op_view(self, request: HttpRequest, object_id: str, op: str) -> HttpResponseRedirect:
+        if not has_perm(request, "operate_queue") or op not in ("pause", "resume"):
+            raise PermissionDenied
+        if not Queue.objects.filter(name=object_id).exists():
+            raise Http404("no such queue")
+        (services.pause_queue if op == "pause" else services.resume_queue)(object_id)
+        self.message_user(request, f"Queue {object_id} {op}d", messages.SUCCESS)
+        return HttpResponseRedirect(reverse("admin:boson_django_queue_change", args=[object_id]))
+
+
+admin.site.register(Queue, QueueAdmin)

@@ -1,0 +1,43 @@
+"""Runs: every attempt of every job, read-only, newest first."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+
+from boson_django.admin import display
+from boson_django.admin.base import ReadOnlyAdmin
+from boson_django.admin.filters import OutcomeFilter, QueueFilter
+from boson_django.models import Run
+
+
+class RunAdmin(ReadOnlyAdmin):
+    list_display = ("id", "job_link", "task", "queue", "attempt", "fence", "worker_id", "started_at", "finished_at", "outcome", "recorded")
+    list_filter = (OutcomeFilter, QueueFilter, "recorded")
+    search_fields = ("=job__id",)
+    search_help_text = "Exact job id."
+    ordering = ("-id",)
+    sortable_by = ("id",)
+    show_facets = admin.ShowFacets.NEVER
+    readonly_fields = ("job_link", "error_pre", "logs_pre")
+    fields = ("job_link", "task", "queue", "attempt", "fence", "worker_id", "started_at", "finished_at", "outcome", "recorded", "error_pre", "logs_pre")
+
+    def get_queryset(self, request):  # type: ignore[no-untyped-def]
+        qs = super().get_queryset(request)
+        if request.resolver_match and request.resolver_match.url_name.endswith("_changelist"):
+            qs = qs.defer("error", "logs")
+        return qs
+
+    @admin.display(description="job")
+    def job_link(self, obj: Run) -> str:
+        return display.job_link(obj.job_id)
+
+    @admin.display(description="error")
+    def error_pre(self, obj: Run) -> str:
+        return display.pre(obj.error)
+
+    @admin.display(description="log lines")
+    def logs_pre(self, obj: Run) -> str:
+        return display.pre("\n".join(str(line) for line in obj.logs or []))
+
+
+admin.site.register(Run, RunAdmin)
