@@ -57,6 +57,7 @@ class ThreadWorker:
 
     def __init__(self, **options: Any):
         options.setdefault("poll_interval_ms", 20)
+        options.setdefault("grace_ms", 2_000)
         self.worker = Worker(WorkerOptions(handle_signals=False, **options))
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.exit_code: int | None = None

@@ -1,0 +1,91 @@
+"""The loop's machinery: NOTIFY wake-ups, heartbeats, duty-shared sweeps, reconnects,
+embedded mode."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.test import override_settings
+
+from boson_django import services
+from boson_django.worker import embedded
+from boson_django.worker.runtime import WorkerOptions
+from boson_django.worker.sweeper import Sweeper
+from tests.testapp.tasks import add, gated
+from tests.worker.conftest import ThreadWorker, job, started_file, state, wait_until
+
+SLOW_POLL = {"TASK_MODULES": ["tests.testapp.more_tasks"], "POLL_INTERVAL_MS": 600_000, "SWEEP_INTERVAL_MS": 600_000}
+
+
+@pytest.mark.postgres
+def test_notify_wakes_an_idle_worker_that_would_not_poll_for_minutes(live_clock):
+    with override_settings(BOSON=SLOW_POLL), ThreadWorker(poll_interval_ms=600_000) as runner:
+        wait_until(lambda: runner.worker.listener and runner.worker.listener.connected.is_set(), what="LISTEN")
+        wait_until(lambda: runner.worker.sweeper.seconds_left() > 0, what="the first sweep")
+        result = add.enqueue(4, 5)
+        wait_until(lambda: state(result.id) == "completed", what="the NOTIFY wake-up")
+    assert add.get_result(result.id).return_value == 9
+
+
+def test_heartbeat_keeps_renewing_a_long_job(live_clock, tmp_path):
+    result = gated.using(lease_ms=300).enqueue(str(tmp_path), 1)
+    with ThreadWorker():
+        started_file(tmp_path, result.id)
+        for _ in range(3):  # 600 ms of store time pass: twice the lease, in steps
+            renewed = live_clock.advance(200) + timedelta(milliseconds=300)
+            wait_until(lambda: job(result.id).lease_expires_at == renewed, what="a renewal")
+        (tmp_path / "go").write_text("go")
+        wait_until(lambda: state(result.id) == "completed", what="completion")
+    assert job(result.id).crash_attempt == 0
+
+
+def test_sweeps_are_shared_through_duties(live_clock):
+    first, second = Sweeper("node-a", "default", 1_000, 100), Sweeper("node-b", "default", 1_000, 100)
+    assert set(first.run().values()) == {0}
+    assert set(second.run().values()) == {None}
+    first.release()
+    assert set(second.run().values()) == {0}
+
+
+@pytest.mark.postgres
+def test_worker_reconnects_after_its_connections_are_killed(live_clock):
+    with ThreadWorker() as runner:
+        assert state(add.enqueue(1, 1).id) is not None
+        wait_until(lambda: services.counts()["completed"] == 1, what="a first job")
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+        result = add.enqueue(2, 2)
+        wait_until(lambda: state(result.id) == "completed", what="a job after the reconnect")
+        assert runner.thread.is_alive()
+
+
+def test_embedded_worker_runs_jobs_in_a_thread(live_clock):
+    worker = embedded.start(WorkerOptions(poll_interval_ms=20))
+    try:
+        assert embedded.start() is worker  # once per process
+        result = add.enqueue(3, 3)
+        wait_until(lambda: state(result.id) == "completed", what="the embedded worker")
+    finally:
+        embedded.stop()
+    assert add.get_result(result.id).return_value == 6
+
+
+@pytest.mark.parametrize(
+    ("argv", "setting", "expected"),
+    [
+        (["manage.py", "migrate"], True, False),
+        (["manage.py", "runserver"], True, False),  # the reloader's parent
+        (["gunicorn", "app.wsgi"], True, True),
+        (["gunicorn", "app.wsgi"], False, False),
+    ],
+)
+def test_embedded_autostart_only_in_web_processes(monkeypatch, argv, setting, expected):
+    monkeypatch.setattr("sys.argv", argv)
+    monkeypatch.delenv("RUN_MAIN", raising=False)
+    with override_settings(BOSON={"EMBEDDED_WORKER": setting}):
+        assert embedded.should_autostart() is expected
