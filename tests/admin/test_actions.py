@@ -1,0 +1,157 @@
+"""Actions go through the services and report what happened; bulk "all matching" confirms."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.messages import get_messages
+from django.urls import reverse
+
+from boson_django import services
+from boson_django.admin import actions
+from tests.admin.conftest import make_job
+from tests.factories import state_of
+
+pytestmark = pytest.mark.django_db
+
+CHANGELIST = "admin:boson_django_job_changelist"
+
+
+def _messages(response) -> list[str]:
+    return [str(m) for m in get_messages(response.wsgi_request)]
+
+
+def _post_action(client, action, ids, **extra):
+    data = {"action": action, "index": 0, "_selected_action": ids, **extra}
+    return client.post(reverse(CHANGELIST), data, follow=True)
+
+
+def test_retry_selected_retries_failed_and_skips_the_rest(superuser_client, store):
+    response = _post_action(superuser_client, "retry_selected", [store.failed, store.cancelled, store.completed, store.running])
+    assert _messages(response) == ["2 retried, 2 skipped: not failed or cancelled"]
+    assert state_of(store.failed) == state_of(store.cancelled) == "available"
+    assert state_of(store.completed) == "completed" and state_of(store.running) == "running"
+
+
+def test_cancel_selected_cancels_live_jobs(superuser_client, store):
+    response = _post_action(superuser_client, "cancel_selected", [store.available, store.running, store.scheduled, store.completed])
+    assert _messages(response) == ["3 cancelled, 1 skipped: already finished"]
+    assert {state_of(j) for j in (store.available, store.running, store.scheduled)} == {"cancelled"}
+
+
+def test_release_selected_releases_quarantine(superuser_client, store):
+    response = _post_action(superuser_client, "release_selected", [store.quarantined, store.failed])
+    assert _messages(response) == ["1 released, 1 skipped: not quarantined"]
+    assert state_of(store.quarantined) == "available"
+
+
+def test_a_lost_race_is_reported_as_raced(store):
+    """The list showed the job failed; someone retried it before the action ran."""
+    services.retry(store.failed)
+    tally = actions.apply(actions.RETRY, [(store.failed, "failed")])
+    assert tally.message() == "0 retried, 1 raced (changed or deleted meanwhile)"
+
+
+def test_a_vanished_job_counts_as_raced(store):
+    tally = actions.apply(actions.RETRY, [("no-such-job", "failed")])
+    assert (tally.done, tally.raced) == (0, 1)
+
+
+def test_delete_selected_is_not_offered(superuser_client, store):
+    body = superuser_client.get(reverse(CHANGELIST)).content.decode()
+    assert "delete_selected" not in body
+    assert "retry_selected" in body
+
+
+def test_all_matching_asks_for_confirmation_with_a_count(superuser_client, store, store_clock):
+    snapshot = store_clock.now().isoformat()
+    url = reverse(CHANGELIST) + "?state=failed"
+    data = {"action": "retry_selected", "index": 0, "select_across": 1, "_selected_action": [store.failed], "snapshot": snapshot}
+    response = superuser_client.post(url, data)
+    assert response.status_code == 200
+    assert b"Yes, retry 1 jobs" in response.content
+    assert state_of(store.failed) == "failed"  # nothing happened yet
+    response = superuser_client.post(url, {**data, "boson_confirm": "yes"}, follow=True)
+    assert _messages(response) == ["1 retried"]
+    assert state_of(store.failed) == "available"
+
+
+def test_all_matching_touches_only_jobs_that_existed_when_the_page_was_shown(superuser_client, store, store_clock):
+    shown_at = store_clock.now().isoformat()
+    store_clock.advance(1000)
+    later = make_job("failed", queue="q-failed", clock=store_clock)
+    url = reverse(CHANGELIST) + "?state=failed"
+    data = {"action": "retry_selected", "index": 0, "select_across": 1, "_selected_action": [store.failed],
+            "snapshot": shown_at, "boson_confirm": "yes"}
+    response = superuser_client.post(url, data, follow=True)
+    assert _messages(response) == ["1 retried"]
+    assert state_of(store.failed) == "available"
+    assert state_of(later) == "failed"
+
+
+def test_the_changelist_carries_the_snapshot_time(superuser_client, store, store_clock):
+    body = superuser_client.get(reverse(CHANGELIST)).content.decode()
+    assert f'name="snapshot" value="{store_clock.now().isoformat()}"' in body
+
+
+@pytest.mark.parametrize("op, state, after", [("retry", "failed", "available"), ("cancel", "available", "cancelled"), ("release", "quarantined", "available")])
+def test_per_job_buttons_call_the_service(superuser_client, store, op, state, after):
+    job_id = getattr(store, state)
+    page = superuser_client.get(reverse("admin:boson_django_job_change", args=[job_id])).content.decode()
+    url = reverse("admin:boson_django_job_op", args=[job_id, op])
+    assert f'action="{url}"' in page
+    response = superuser_client.post(url, follow=True)
+    assert response.redirect_chain[-1][0] == reverse("admin:boson_django_job_change", args=[job_id])
+    assert state_of(job_id) == after
+    assert _messages(response)[0].startswith("1 ")
+
+
+def test_a_per_job_button_on_the_wrong_state_reports_a_skip(superuser_client, store):
+    response = superuser_client.post(reverse("admin:boson_django_job_op", args=[store.completed, "cancel"]), follow=True)
+    assert _messages(response) == ["0 cancelled, 1 skipped: already finished"]
+
+
+def test_per_job_urls_refuse_get(superuser_client, store):
+    assert superuser_client.get(reverse("admin:boson_django_job_op", args=[store.failed, "retry"])).status_code == 405
+
+
+def test_queue_pause_and_resume(superuser_client, store):
+    url = reverse("admin:boson_django_queue_changelist")
+    response = superuser_client.post(url, {"action": "pause_selected", "index": 0, "_selected_action": ["q-failed", "q-available"]}, follow=True)
+    assert _messages(response) == ["2 paused"]
+    from boson_django.models import Queue
+
+    assert set(Queue.objects.filter(paused=True).values_list("name", flat=True)) == {"q-failed", "q-available"}
+    superuser_client.post(reverse("admin:boson_django_queue_op", args=["q-failed", "resume"]))
+    assert not Queue.objects.get(name="q-failed").paused
+
+
+def test_bucket_form_goes_through_set_rate_limit(superuser_client, store_clock):
+    services.set_rate_limit("smtp", 10, 1000, 0)
+    url = reverse("admin:boson_django_bucket_change", args=["smtp"])
+    response = superuser_client.post(url, {"limit": 5, "window_ms": 2000, "burst": 8})
+    assert response.status_code == 302, response.content[:2000]
+    from boson_django.models import Bucket
+
+    bucket = Bucket.objects.get(name="smtp")
+    assert (bucket.limit, bucket.window_ms, bucket.burst, bucket.tokens) == (5, 2000, 8, 8)
+
+
+def test_task_config_form_validates_like_the_service(superuser_client, db):
+    url = reverse("admin:boson_django_taskconfig_add")
+    response = superuser_client.post(url, {"task": "tests.testapp.tasks.noop", "priority": 500})
+    assert response.status_code == 200 and b"priority" in response.content
+    response = superuser_client.post(url, {"task": "tests.testapp.tasks.noop", "max_attempts": 4})
+    assert response.status_code == 302
+    from boson_django.models import TaskConfig
+
+    assert TaskConfig.objects.get().max_attempts == 4
+
+
+def test_release_fingerprint_releases_its_parked_jobs(superuser_client, store):
+    from boson_django.models import QuarantinedFingerprint
+
+    fp = QuarantinedFingerprint.objects.get()
+    response = superuser_client.post(reverse("admin:boson_django_quarantinedfingerprint_changelist"),
+                                     {"action": "release_selected", "index": 0, "_selected_action": [fp.pk]}, follow=True)
+    assert _messages(response) == ["1 released"]
+    assert state_of(store.quarantined) == "available"

@@ -1,0 +1,152 @@
+"""Dashboard numbers against services.counts(), filters, escaping, capped counts, query budgets."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.urls import reverse
+
+from boson_django import services
+from boson_django.admin import paginator
+from boson_django.models import Job
+from tests.factories import admit_one, enqueue_one
+
+pytestmark = pytest.mark.django_db
+
+DASHBOARD = "admin:boson_django_dashboard_changelist"
+
+
+def _cells(body: str) -> dict[tuple[str, str], str]:
+    found = {}
+    for queue, state, label in re.findall(r'href="/admin/boson_django/job/\?queue=([^&"]+)&amp;state=(\w+)">([^<]+)</a>', body):
+        found[(queue, state)] = label
+    return found
+
+
+def test_dashboard_cells_match_services_counts_and_link_to_filtered_lists(superuser_client, store):
+    body = superuser_client.get(reverse(DASHBOARD)).content.decode()
+    cells = _cells(body)
+    for queue in [f"q-{s}" for s in ("failed", "running", "completed", "quarantined")]:
+        for state, n in services.counts(queue=queue).items():
+            assert cells[(queue, state)] == str(n), (queue, state)
+    listed = superuser_client.get(reverse("admin:boson_django_job_changelist") + "?queue=q-failed&state=failed").content.decode()
+    assert store.failed in listed and store.available not in listed
+
+
+def test_dashboard_shows_paused_badges_oldest_waiting_and_throughput(superuser_client, store, store_clock):
+    services.pause_queue("q-available")
+    store_clock.advance(90_000)
+    body = superuser_client.get(reverse(DASHBOARD)).content.decode()
+    assert "paused</span>" in body
+    assert reverse("admin:boson_django_job_change", args=[store.available]) in body
+    assert re.search(r">1m 3\ds</a>", body)  # the oldest available job has waited ~90 s of store time
+    assert "1 completed · 1 retried · 1 failed" in body  # the acks of the store fixture
+    assert body.count("<polyline") >= 3
+
+
+def test_dashboard_flags_leases_about_to_expire(superuser_client, store, store_clock):
+    store_clock.advance(29_000)  # default lease 30 s: one second left
+    body = superuser_client.get(reverse(DASHBOARD)).content.decode()
+    assert reverse("admin:boson_django_job_change", args=[store.running]) in body.split('id="boson-leases"')[1]
+
+
+@pytest.mark.parametrize("query, present, absent", [
+    ("?state=failed", "failed", "available"),
+    ("?queue=q-running", "running", "failed"),
+    ("?task=tests.testapp.tasks.add", "quarantined", "failed"),
+])
+def test_job_filters(superuser_client, store, query, present, absent):
+    body = superuser_client.get(reverse("admin:boson_django_job_changelist") + query).content.decode()
+    assert getattr(store, present) in body and getattr(store, absent) not in body
+
+
+def test_run_filters_and_search(superuser_client, store):
+    url = reverse("admin:boson_django_run_changelist")
+    body = superuser_client.get(url + "?outcome=retry").content.decode()
+    assert store.failed in body and store.completed not in body
+    body = superuser_client.get(url + "?outcome=open").content.decode()
+    assert store.running in body and store.failed not in body
+    body = superuser_client.get(url + f"?q={store.completed}").content.decode()
+    assert store.completed in body and store.failed not in body
+
+
+def test_triage_lists_show_only_their_state(superuser_client, store):
+    failed = superuser_client.get(reverse("admin:boson_django_failedjob_changelist")).content.decode()
+    assert store.failed in failed and store.cancelled not in failed
+    quarantined = superuser_client.get(reverse("admin:boson_django_quarantinedjob_changelist")).content.decode()
+    assert store.quarantined in quarantined and store.failed not in quarantined
+    leases = superuser_client.get(reverse("admin:boson_django_lease_changelist")).content.decode()
+    assert store.running in leases and store.available not in leases
+
+
+def test_job_detail_shows_attempts_newest_first_and_loads_result_on_request(superuser_client, store_clock):
+    job_id = enqueue_one(queue="d", max_attempts=3)
+    services.ack(admit_one(queues=["d"]).lease, "retry", error="Traceback: first", logs=["first line"])
+    store_clock.advance(60_000)
+    services.promote_due(10)
+    services.ack(admit_one(queues=["d"]).lease, "success", logs=["second line"], result={"answer": 42})
+    url = reverse("admin:boson_django_job_change", args=[job_id])
+    body = superuser_client.get(url).content.decode()
+    attempts = body.split('id="boson-attempts"')[1]
+    assert attempts.index("second line") < attempts.index("Traceback: first") < attempts.index("first line")
+    assert "answer" not in body  # the result is not loaded by default
+    assert "&#x27;answer&#x27;: 42" in superuser_client.get(url + "?load=result").content.decode()
+
+
+def test_everything_shown_is_escaped(superuser_client, store_clock):
+    evil = "<script>alert(1)</script>"
+    job_id = enqueue_one(queue=evil, args=[evil], meta={"k": evil})
+    services.ack(admit_one(queues=[evil]).lease, "retry", error=evil, logs=[evil])
+    services.claim_duty(evil[:50], evil, 5000)
+    pages = [
+        reverse(DASHBOARD),
+        reverse("admin:boson_django_job_changelist"),
+        reverse("admin:boson_django_job_change", args=[job_id]),
+        reverse("admin:boson_django_queue_changelist"),
+        reverse("admin:boson_django_run_changelist"),
+        reverse("admin:boson_django_duty_changelist"),
+    ]
+    for url in pages:
+        body = superuser_client.get(url).content.decode()
+        assert "<script>alert(1)" not in body, url
+        assert "&lt;script&gt;alert(1)" in body, url
+
+
+def test_capped_paginator_says_cap_plus(monkeypatch, superuser_client, store_clock):
+    monkeypatch.setattr(paginator.CappedPaginator, "cap", 3)
+    services.enqueue([services.Envelope(task="tests.testapp.tasks.noop", queue="many") for _ in range(5)])
+    body = superuser_client.get(reverse("admin:boson_django_job_changelist")).content.decode()
+    assert "3+ jobs" in body
+
+
+def test_job_changelist_query_budget_does_not_grow_with_jobs(superuser_client, store_clock, django_assert_max_num_queries, django_capture_on_commit_callbacks):
+    services.enqueue([services.Envelope(task="tests.testapp.tasks.noop", queue=f"q{i % 5}") for i in range(300)])
+    url = reverse("admin:boson_django_job_changelist")
+    superuser_client.get(url)  # warm the session
+    with django_assert_max_num_queries(10) as captured:
+        assert superuser_client.get(url + "?queue=q1").status_code == 200
+    sql = " ".join(q["sql"] for q in captured.captured_queries).lower()
+    assert "distinct" not in sql
+    assert '"args"' not in sql and '"kwargs"' not in sql  # no payload columns in the list
+    counts = [q["sql"] for q in captured.captured_queries if "count(" in q["sql"].lower() and "boson_job" in q["sql"]]
+    assert counts and all("limit" in q.lower() for q in counts)  # every count over jobs is capped
+
+
+@pytest.mark.parametrize("model", ["run", "lease", "failedjob", "quarantinedjob"])
+def test_other_lists_query_budget(superuser_client, store, model, django_assert_max_num_queries):
+    url = reverse(f"admin:boson_django_{model}_changelist")
+    superuser_client.get(url)
+    with django_assert_max_num_queries(10):
+        superuser_client.get(url)
+
+
+def test_dashboard_query_budget(superuser_client, store, django_assert_max_num_queries):
+    url = reverse(DASHBOARD)
+    superuser_client.get(url)
+    with django_assert_max_num_queries(12) as captured:
+        superuser_client.get(url)
+    for q in captured.captured_queries:
+        sql = q["sql"].lower()
+        if "count(" in sql and "boson_job" in sql:
+            assert "limit" in sql, sql
