@@ -12,6 +12,10 @@ from boson_django.errors import InvalidEnvelope
 PRIORITY_MIN, PRIORITY_MAX = -100, 100
 MAX_NAME = 100
 MAX_KEY = 255
+#: Durations (fields named ``*_ms``) stay under 100 years, so store time + duration is a datetime.
+MAX_MS = 100 * 365 * 86_400_000
+#: Counts fit the store's 32-bit integer columns.
+MAX_COUNT = 2**31 - 1
 
 
 def name(value: Any, field: str, *, index: int | None = None, max_len: int = MAX_NAME) -> str:
@@ -19,21 +23,45 @@ def name(value: Any, field: str, *, index: int | None = None, max_len: int = MAX
         raise InvalidEnvelope(field, f"must be a non-empty string, got {value!r}", index=index)
     if len(value) > max_len:
         raise InvalidEnvelope(field, f"must be at most {max_len} characters", index=index)
+    _storable(value, field, index)
     return value
+
+
+def _storable(value: str, field: str, index: int | None) -> None:
+    """Refuse text one vendor cannot store (PostgreSQL: NUL; both: lone surrogates)."""
+    if "\x00" in value:
+        raise InvalidEnvelope(field, "contains a NUL character (\\x00), which the store cannot hold", index=index)
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidEnvelope(field, f"is not valid Unicode text: {value!r:.60}", index=index) from None
+
+
+def storable_text(value: str) -> str:
+    """Free text (errors, log lines) made storable on every vendor, never refused."""
+    return value.replace("\x00", "\\x00").encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def optional_name(value: Any, field: str, *, index: int | None = None, max_len: int = MAX_NAME) -> str | None:
     return None if value is None else name(value, field, index=index, max_len=max_len)
 
 
-def whole(value: Any, field: str, *, minimum: int = 0, index: int | None = None) -> int:
-    """An integer >= minimum (floats with no fraction are accepted; bools are not)."""
+def whole(
+    value: Any, field: str, *, minimum: int = 0, maximum: int | None = None, index: int | None = None
+) -> int:
+    """An integer >= minimum (floats with no fraction are accepted; bools are not).
+
+    ``maximum`` defaults to :data:`MAX_MS` for durations (``*_ms`` fields), else :data:`MAX_COUNT`.
+    """
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InvalidEnvelope(field, f"must be a whole number, got {value!r}", index=index)
     if isinstance(value, float) and (not math.isfinite(value) or not value.is_integer()):
         raise InvalidEnvelope(field, f"must be a finite whole number, got {value!r}", index=index)
     if value < minimum:
         raise InvalidEnvelope(field, f"must be >= {minimum}, got {value!r}", index=index)
+    top = maximum if maximum is not None else (MAX_MS if field.endswith("_ms") else MAX_COUNT)
+    if value > top:
+        raise InvalidEnvelope(field, f"must be <= {top}, got {value!r:.40}", index=index)
     return int(value)
 
 
@@ -45,9 +73,13 @@ def amount(value: Any, field: str, *, index: int | None = None) -> float:
     """A finite number >= 0 (weights)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InvalidEnvelope(field, f"must be a number, got {value!r}", index=index)
-    if not math.isfinite(value) or value < 0:
+    try:
+        number = float(value)
+    except OverflowError:
+        raise InvalidEnvelope(field, f"is out of range: {value!r:.40}", index=index) from None
+    if not math.isfinite(number) or number < 0:
         raise InvalidEnvelope(field, f"must be a finite number >= 0, got {value!r}", index=index)
-    return float(value)
+    return number
 
 
 def delay(value: Any, field: str = "delay_ms", *, required_positive: bool = False) -> int | None:
@@ -56,8 +88,8 @@ def delay(value: Any, field: str = "delay_ms", *, required_positive: bool = Fals
             raise InvalidEnvelope(field, "is required (> 0)")
         return None
     ms = amount(value, field)
-    if ms > 10**15:
-        raise InvalidEnvelope(field, f"is out of range: {value!r}")
+    if ms > MAX_MS:
+        raise InvalidEnvelope(field, f"must be <= {MAX_MS}, got {value!r}")
     if required_positive and ms <= 0:
         raise InvalidEnvelope(field, f"must be > 0, got {value!r}")
     return int(math.ceil(ms))
@@ -91,7 +123,10 @@ def json_text(value: Any, field: str, *, index: int | None = None) -> str:
 
 def _check_json(value: Any, field: str, index: int | None) -> None:
     """Refuse what json.dumps would silently change (tuples keep, non-str keys do not)."""
-    if value is None or isinstance(value, (str, bool, int)):
+    if value is None or isinstance(value, (bool, int)):
+        return
+    if isinstance(value, str):
+        _storable(value, field, index)
         return
     if isinstance(value, float):
         if not math.isfinite(value):
@@ -105,6 +140,7 @@ def _check_json(value: Any, field: str, index: int | None) -> None:
         for key, item in value.items():
             if not isinstance(key, str):
                 raise InvalidEnvelope(field, f"is not JSON: key {key!r} is not a string", index=index)
+            _storable(key, field, index)
             _check_json(item, field, index)
         return
     raise InvalidEnvelope(field, f"is not JSON: {type(value).__name__} {value!r:.60}", index=index)

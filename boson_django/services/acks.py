@@ -54,6 +54,7 @@ def ack(
         validation.json_text(result, "result")
     if error is not None and not isinstance(error, str):
         raise InvalidEnvelope("error", f"must be a string, got {type(error).__name__}")
+    error = None if error is None else validation.storable_text(error)
     assert using is not None
     now = clock.now(using)
     job = leases.hold(lease, now, using)

@@ -37,6 +37,8 @@ def claim_duty(name: str, holder: str, lease_ms: int, *, using: str | None = Non
 @_db.store_transaction
 def release_duty(name: str, holder: str, *, using: str | None = None) -> None:
     """Expire the duty at once if ``holder`` holds it; a non-holder changes nothing."""
+    name = validation.name(name, "name")
+    holder = validation.name(holder, "holder", max_len=255)
     connection = _db.conn(using)
     stamp = _db.dt_param(connection, clock.now(using))
     with connection.cursor() as cursor:

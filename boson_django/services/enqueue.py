@@ -86,8 +86,9 @@ def _prepare(env: Any, index: int, configs: dict[str, dict[str, Any]], unique: b
     size = sum(len(t.encode()) for t in texts.values())
     limit = conf.get().MAX_PAYLOAD_BYTES
     if size > limit:
+        largest = max(texts, key=lambda f: len(texts[f]))
         raise InvalidEnvelope(
-            "args", f"payload of {size} bytes exceeds MAX_PAYLOAD_BYTES={limit}", index=index
+            largest, f"payload (args+kwargs+meta) of {size} bytes exceeds MAX_PAYLOAD_BYTES={limit}", index=index
         )
     given = _given_policy(env, index)
     policy = config.resolve(task, given, configs.get(task, {}))

@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from boson_django.models import Run
+from boson_django.validation import storable_text
 from boson_django.services import _db
 
 MAX_LOG_LINES = 200
@@ -28,7 +29,7 @@ def open_runs(jobs: Iterable[Mapping[str, Any]], worker_id: str, now: datetime, 
 
 def bounded_logs(logs: Sequence[Any]) -> list[str]:
     """Keep the last lines within the size bounds, saying how many were dropped."""
-    lines = [str(line) for line in logs]
+    lines = [storable_text(str(line)) for line in logs]
     kept: list[str] = []
     total = 0
     for line in reversed(lines[-MAX_LOG_LINES:]):

@@ -25,7 +25,7 @@ def as_lease(lease: Any) -> LeaseRef:
         job_id, fence = lease
     except (TypeError, ValueError):
         raise validation.InvalidEnvelope("lease", f"must be a (job_id, fence) pair, got {lease!r}") from None
-    return LeaseRef(validation.name(job_id, "lease.job_id", max_len=64), validation.whole(fence, "lease.fence"))
+    return LeaseRef(validation.name(job_id, "lease.job_id", max_len=64), validation.whole(fence, "lease.fence", maximum=2**63 - 1))
 
 
 def hold(lease: Any, now: datetime, using: str) -> Job:
