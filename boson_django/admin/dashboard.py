@@ -37,7 +37,7 @@ class DashboardAdmin(ReadOnlyAdmin):
             "subtitle": None,
             "opts": self.opts,
             "store_now": now,
-            "cap": CAP,
+            "cap_label": f"{CAP:,}",
             **matrix_context(now),
             **charts_context(now),
             "leases": [{**row, "expires": display.relative(row["lease_expires_at"], now, "in {}", "EXPIRED {} ago"),

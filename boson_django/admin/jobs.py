@@ -17,6 +17,7 @@ from boson_django.admin import actions, display
 from boson_django.admin.base import ReadOnlyAdmin, has_perm
 from boson_django.admin.filters import QueueFilter, TaskFilter
 from boson_django.models import Job, Run
+from boson_django.states import allows
 
 #: The columns a list loads: no payload, checkpoint, result or full error text.
 LIST_FIELDS = (
@@ -157,10 +158,12 @@ class JobAdmin(ReadOnlyAdmin):
         }
 
     def buttons(self, request: HttpRequest, object_id: str) -> list[dict[str, str]]:
+        """The operations this user may run and the job's current state allows."""
+        state = Job.objects.filter(id=object_id).values_list("state", flat=True).first()
         return [
             {"op": name, "label": name.capitalize(), "url": reverse("admin:boson_django_job_op", args=[object_id, name])}
             for name, (op, perm) in OPS.items()
-            if has_perm(request, perm)
+            if state is not None and allows(state, op.event) and has_perm(request, perm)
         ]
 
     def get_urls(self) -> list[Any]:
