@@ -26,6 +26,9 @@ from boson_django.worker.outcomes import Discard, JobInterrupted, RateLimited, S
 class BosonContext(TaskContext):  # type: ignore[misc,valid-type,unused-ignore]
     """``context.attempt`` is the 1-based number of this attempt (crashes do not count)."""
 
+    _attempt: Attempt
+    _checkpoint: Any
+
     def __init__(self, task_result: Any, attempt: Attempt):
         super().__init__(task_result=task_result)
         # object.__setattr__: the frozen (and, in the backport, slotted) parent's own

@@ -50,6 +50,7 @@ class Heartbeat:
             gone = set(services.renew([a.lease for a in group], lease_ms, using=self.using))
             lost += [a for a in group if a.job_id in gone]
         for attempt in lost:
-            log.warning("boson: lease of job %s was lost (expired, reclaimed or cancelled); asking its handler to stop", attempt.job_id)
+            log.warning("boson: lease of job %s was lost (expired, reclaimed or cancelled); asking its handler to stop",
+                        attempt.job_id)
             attempt.lost("its lease was lost (expired, reclaimed or cancelled)")
         return lost

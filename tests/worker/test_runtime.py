@@ -35,7 +35,7 @@ def test_heartbeat_keeps_renewing_a_long_job(live_clock, tmp_path):
         started_file(tmp_path, result.id)
         for _ in range(3):  # 600 ms of store time pass: twice the lease, in steps
             renewed = live_clock.advance(200) + timedelta(milliseconds=300)
-            wait_until(lambda: job(result.id).lease_expires_at == renewed, what="a renewal")
+            wait_until(lambda at=renewed: job(result.id).lease_expires_at == at, what="a renewal")
         (tmp_path / "go").write_text("go")
         wait_until(lambda: state(result.id) == "completed", what="completion")
     assert job(result.id).crash_attempt == 0

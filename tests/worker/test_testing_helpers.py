@@ -6,7 +6,8 @@ from datetime import datetime, timezone
 
 from boson_django import clock, services
 from boson_django.compat import TaskResultStatus
-from boson_django.testing import boson_clock, frozen_clock, run_until_idle  # noqa: F401 (fixture)
+from boson_django.testing import boson_clock as boson_clock  # noqa: F401 -- the fixture, as users import it
+from boson_django.testing import frozen_clock, run_until_idle
 from tests.testapp.tasks import add, async_add, fail, inspect_context
 
 
@@ -34,7 +35,7 @@ def test_frozen_clock_steps_retries_into_view(db):
     assert clock.now().year != 2031
 
 
-def test_boson_clock_fixture(boson_clock):
+def test_boson_clock_fixture(boson_clock):  # noqa: F811
     before = boson_clock.now()
     assert boson_clock.advance(1_000) > before
     assert services.counts()["available"] == 0

@@ -86,7 +86,8 @@ class Command(BaseCommand):
     def _summary(self, using: str, now: datetime) -> None:
         jobs = Job.objects.using(using)
         self.stdout.write(f"\nquarantined: {jobs.filter(state=JobState.QUARANTINED.value).count()}")
-        oldest = jobs.filter(state__in=WAITING, run_at__lte=now).order_by("run_at", "id").values("id", "task", "queue", "run_at").first()
+        due = jobs.filter(state__in=WAITING, run_at__lte=now).order_by("run_at", "id")
+        oldest = due.values("id", "task", "queue", "run_at").first()
         if oldest is None:
             self.stdout.write("oldest waiting job: none due")
         else:
