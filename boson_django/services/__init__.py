@@ -28,7 +28,7 @@ __all__ = [
     "AdmissionUnit", "AttemptRecord", "EnqueueResult", "Envelope", "JobInfo", "JobOutput",
     "JobProgress", "JobResult", "JobState", "LeaseRef", "Outcome", "Reclaimed", "RunInfo",
     "ack", "admit", "all_enqueued", "bucket_tokens", "cancel", "checkpoint", "claim_duty",
-    "count_runs_since", "counts", "find_problems", "Problem", "errors", "evict_retained", "get_output", "get_progress",
+    "count_runs_since", "counts", "enqueue", "find_problems", "Problem", "errors", "evict_retained", "get_output", "get_progress",
     "get_result", "job_state", "list_jobs", "list_runs", "pause_queue", "promote_due",
     "reclaim_expired", "release", "release_duty", "release_quarantined", "renew",
     "resume_queue", "retry", "set_rate_limit", "set_task_config", "task_run_stats",
