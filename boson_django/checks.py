@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import difflib
+import importlib.util
 from typing import Any
 
+from django.conf import settings as django_settings
 from django.core import checks
 from django.db import connections
 
-from boson_django import conf
+from boson_django import conf, validation
 
 
 @checks.register()
 def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    raw = getattr(django_settings, "BOSON", None)
+    if raw is not None and not isinstance(raw, dict):
+        return [checks.Error(f"BOSON must be a dict, got {type(raw).__name__} {raw!r:.60}.", id="boson.E004")]
     user = conf.user_settings()
     problems: list[checks.CheckMessage] = []
     for key, value in user.items():
@@ -27,7 +32,7 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
 
 
 def _unknown_key(key: str) -> checks.CheckMessage:
-    close = difflib.get_close_matches(key, conf.DEFAULTS, n=1)
+    close = difflib.get_close_matches(str(key).upper(), conf.DEFAULTS, n=1)
     hint = f"Did you mean {close[0]!r}?" if close else f"Known keys: {', '.join(conf.DEFAULTS)}"
     return checks.Error(f"BOSON has an unknown key {key!r}.", hint=hint, id="boson.E001")
 
@@ -39,10 +44,28 @@ def _bad_value(key: str, value: Any) -> str | None:
         return f"must be {names}, got {type(value).__name__} {value!r}."
     if minimum is not None and value < minimum:
         return f"must be >= {minimum}, got {value!r}."
+    if key.endswith("_MS") and value > validation.MAX_MS:
+        return f"must be <= {validation.MAX_MS} (100 years), got {value!r}."
     if key == "DATABASE" and value not in connections.settings:
         return f"names no database in DATABASES: {value!r}."
     if key == "NOTIFY_CHANNEL" and not (value.isidentifier() and value.isascii() and len(value) <= 63):
         return f"must be a plain identifier of at most 63 ASCII characters, got {value!r}."
+    if key == "TASK_MODULES":
+        return _unimportable(value)
+    return None
+
+
+def _unimportable(modules: Any) -> str | None:
+    """The first TASK_MODULES entry that is not an importable module name, said plainly."""
+    for module in modules:
+        if not isinstance(module, str):
+            return f"must list module names (str), got {module!r}."
+        try:
+            found = importlib.util.find_spec(module)
+        except (ImportError, ValueError):
+            found = None
+        if found is None:
+            return f"names a module that cannot be imported: {module!r}."
     return None
 
 

@@ -1,0 +1,238 @@
+"""SPEC section 5: bad BOSON values fail the system checks naming the key; every store setting acts."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from datetime import timedelta
+
+import pytest
+from django.core import checks
+from django.core.management import call_command
+from django.core.management.base import SystemCheckError
+from django.db import connection
+from django.test import override_settings
+from django.utils.connection import ConnectionDoesNotExist
+
+from boson_django import conf, registry, services
+from boson_django.errors import InvalidEnvelope
+from boson_django.models import Job
+from boson_django.services import Envelope, Outcome, _db
+from tests.factories import NOOP, enqueue_one, running_job, state_of
+
+BASE = {"TASK_MODULES": ["tests.testapp.more_tasks"]}
+
+
+def boson(**values):
+    return override_settings(BOSON={**BASE, **values})
+
+
+def boson_messages(**values) -> list[checks.CheckMessage]:
+    with override_settings(BOSON=values):
+        return [m for m in checks.run_checks() if (m.id or "").startswith("boson.")]
+
+
+def test_the_test_settings_pass_the_checks():
+    assert boson_messages(**BASE) == []
+    call_command("check")
+
+
+BAD_VALUES = [
+    ("CRASH_LIMIT", "3", "must be int"),
+    ("CRASH_LIMIT", 0, ">= 1"),
+    ("CRASH_LIMIT", True, "must be int"),
+    ("CRASH_LIMIT", 2.0, "must be int"),
+    ("MAX_ATTEMPTS", 0, ">= 1"),
+    ("MAX_ATTEMPTS", None, "must be int"),
+    ("LEASE_MS", 0, ">= 1"),
+    ("LEASE_MS", -5, ">= 1"),
+    ("RETENTION_MS", -1, ">= 0"),
+    ("RETENTION_MS", 10**17, "<= 3153600000000"),
+    ("LEASE_MS", 10**15, "<= 3153600000000"),
+    ("RETRY_BASE_MS", -1, ">= 0"),
+    ("RETRY_CAP_MS", "1h", "must be int"),
+    ("POLL_INTERVAL_MS", 0, ">= 1"),
+    ("MAX_PAYLOAD_BYTES", 0, ">= 1"),
+    ("MAX_PAYLOAD_BYTES", 1.5, "must be int"),
+    ("TASK_MODULES", "tests.testapp.more_tasks", "must be list or tuple"),
+    ("DATABASE", 1, "must be str"),
+    ("DATABASE", "nope", "names no database"),
+    ("SQLITE_BUSY_RETRIES", -1, ">= 0"),
+]
+
+
+@pytest.mark.parametrize("key, value, says", BAD_VALUES, ids=[f"{k}={v!r}" for k, v, _ in BAD_VALUES])
+def test_a_bad_value_is_an_error_naming_the_key(key, value, says):
+    messages = boson_messages(**{key: value})
+    assert len(messages) == 1, messages
+    (message,) = messages
+    assert message.level == checks.ERROR
+    assert f"BOSON[{key!r}]" in message.msg
+    assert says in message.msg, message.msg
+
+
+def test_check_command_fails_at_start_up_on_a_bad_value():
+    with override_settings(BOSON={"LEASE_MS": 0}), pytest.raises(SystemCheckError, match="LEASE_MS"):
+        call_command("check")
+
+
+@pytest.mark.parametrize("typo, meant", [("CRASH_LIMT", "CRASH_LIMIT"), ("lease_ms", "LEASE_MS"),
+                                         ("RETRY_CAP", "RETRY_CAP_MS"), ("MAX_ATTEMPT", "MAX_ATTEMPTS")])
+def test_an_unknown_key_suggests_the_right_one(typo, meant):
+    (message,) = boson_messages(**{typo: 3})
+    assert message.id == "boson.E001"
+    assert repr(typo) in message.msg
+    assert message.hint == f"Did you mean {meant!r}?"
+
+
+def test_an_unknown_key_with_no_near_match_lists_the_known_keys():
+    (message,) = boson_messages(ZZZZZZ=1)
+    assert "CRASH_LIMIT" in message.hint and "LEASE_MS" in message.hint
+
+
+def test_retry_base_above_cap_is_reported():
+    (message,) = boson_messages(RETRY_BASE_MS=5_000, RETRY_CAP_MS=1_000)
+    assert message.id == "boson.E003"
+    assert "RETRY_BASE_MS" in message.msg and "RETRY_CAP_MS" in message.msg
+    (message,) = boson_messages(RETRY_BASE_MS=3_600_001)  # above the default cap
+    assert message.id == "boson.E003"
+
+
+def test_several_bad_values_are_all_reported():
+    messages = boson_messages(CRASH_LIMIT=0, LEASE_MS="x", CRASH_LIMT=1)
+    text = " ".join(m.msg for m in messages)
+    assert len(messages) == 3 and "CRASH_LIMIT" in text and "LEASE_MS" in text and "CRASH_LIMT" in text
+
+
+def test_a_boson_setting_that_is_not_a_dict_is_reported():
+    for bad in (["LEASE_MS"], "LEASE_MS=1", 3):
+        (message,) = boson_messages_raw(bad)
+        assert "BOSON" in message.msg and "dict" in message.msg
+
+
+def boson_messages_raw(value) -> list[checks.CheckMessage]:
+    with override_settings(BOSON=value):
+        return [m for m in checks.run_checks() if (m.id or "").startswith("boson.")]
+
+
+@pytest.mark.parametrize("modules, says", [
+    (["tests.testapp.no_such_module"], "tests.testapp.no_such_module"),
+    (["no_such_package.tasks"], "no_such_package.tasks"),
+    ([42], "42"),
+])
+def test_task_modules_that_cannot_be_imported_are_reported(modules, says):
+    (message,) = boson_messages(TASK_MODULES=modules)
+    assert "TASK_MODULES" in message.msg and says in message.msg
+
+
+def test_every_documented_key_has_a_default_a_rule_and_a_doc():
+    assert set(conf.DEFAULTS) == set(conf.DOCS) == set(conf.RULES)
+    for key, default in conf.DEFAULTS.items():
+        assert boson_messages(**{**BASE, key: default}) == [], key
+
+
+# -- each store setting has an effect -------------------------------------------------
+
+
+@boson(MAX_ATTEMPTS=2)
+def test_max_attempts_sets_the_retry_budget(store_clock):
+    unit = running_job()
+    assert Job.objects.get(id=unit.lease.job_id).max_attempts == 2
+    assert services.ack(unit.lease, Outcome.RETRY, delay_ms=1) == "retryable"
+    store_clock.advance(1)
+    services.promote_due()
+    (unit,) = services.admit("w", [], 1)
+    assert services.ack(unit.lease, Outcome.RETRY, delay_ms=1) == "failed"
+
+
+@boson(LEASE_MS=5_000)
+def test_lease_ms_is_the_default_lease(store_clock):
+    unit = running_job()
+    assert unit.lease_expires_at == store_clock.now() + timedelta(milliseconds=5_000)
+    store_clock.advance(4_999)
+    assert services.reclaim_expired() == []
+    store_clock.advance(1)
+    assert [r.job_id for r in services.reclaim_expired()] == [unit.lease.job_id]
+
+
+@boson(RETENTION_MS=10_000)
+def test_retention_ms_keeps_finished_jobs_that_long(store_clock):
+    unit = running_job()
+    services.ack(unit.lease, Outcome.SUCCESS)
+    store_clock.advance(9_999)
+    assert services.evict_retained() == 0
+    store_clock.advance(1)
+    assert services.evict_retained() == 1
+    assert state_of(unit.lease.job_id) is None
+
+
+@boson(RETENTION_MS=0)
+def test_retention_ms_zero_deletes_at_ack(store_clock):
+    unit = running_job()
+    assert services.ack(unit.lease, Outcome.SUCCESS) is None
+    assert state_of(unit.lease.job_id) is None
+
+
+@boson(CRASH_LIMIT=1)
+def test_crash_limit_quarantines_after_that_many_lease_expiries(store_clock):
+    unit = running_job(lease_ms=1_000)
+    store_clock.advance(1_000)
+    (reclaimed,) = services.reclaim_expired()
+    assert (reclaimed.state, reclaimed.crash_attempt) == ("quarantined", 1)
+
+
+@boson(RETRY_BASE_MS=100, RETRY_CAP_MS=300)
+def test_retry_base_and_cap_bound_the_backoff(store_clock):
+    job_id = enqueue_one(NOOP, queue="backoff", max_attempts=10)
+    waits = []
+    for _ in range(5):
+        services.promote_due()
+        (unit,) = services.admit("w", ["backoff"], 1)
+        services.ack(unit.lease, Outcome.RETRY)
+        run_at = Job.objects.get(id=job_id).run_at
+        waits.append((run_at - store_clock.now()) / timedelta(milliseconds=1))
+        store_clock.advance(int(waits[-1]))
+    bounds = [100, 200, 300, 300, 300]  # min(cap, base * 2**(attempt-1))
+    for wait, bound in zip(waits, bounds):
+        assert bound // 2 <= wait <= bound, (waits, bounds)
+
+
+@boson(MAX_PAYLOAD_BYTES=64)
+def test_max_payload_bytes_limits_enqueue(store_clock):
+    services.enqueue([Envelope(task=NOOP, args=["x" * 40])])
+    with pytest.raises(InvalidEnvelope, match="MAX_PAYLOAD_BYTES=64"):
+        services.enqueue([Envelope(task=NOOP, args=["x" * 80])])
+
+
+def test_task_modules_decides_what_is_discovered(db):
+    """A fresh process imports TASK_MODULES at discovery; without it, the task is unknown."""
+    from tests.concurrency.support import ROOT, subprocess_env
+
+    script = (
+        "import sys, tests.settings as s\n"
+        "s.BOSON = {'TASK_MODULES': sys.argv[1:]}\n"
+        "import django; django.setup()\n"
+        "from boson_django import registry\n"
+        "print(registry.is_registered('tests.testapp.more_tasks.extra'))\n"
+    )
+    def registered(*modules: str) -> str:
+        out = subprocess.run([sys.executable, "-c", script, *modules], env=subprocess_env(), cwd=ROOT,
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        return out.stdout.strip()
+
+    assert registered("tests.testapp.more_tasks") == "True"
+    assert registered() == "False"
+    assert registry.is_registered("tests.testapp.more_tasks.extra")
+
+
+def test_database_names_the_alias_the_services_use(store_clock):
+    assert _db.alias(None) == "default"
+    with boson(DATABASE="elsewhere"):
+        assert _db.alias(None) == "elsewhere"
+        with pytest.raises(ConnectionDoesNotExist):
+            services.enqueue([Envelope(task=NOOP)])
+        with pytest.raises(ConnectionDoesNotExist):
+            services.counts()
+    assert _db.alias("default") == "default"
+    assert connection.alias == "default"
