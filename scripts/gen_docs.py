@@ -1,7 +1,7 @@
 """Generate the docs that must not drift from the code.
 
-* ``docs/states.md`` -- the state machine as a Mermaid diagram and a table, from
-  ``boson_django.states.TRANSITIONS``;
+* the state machine in ``docs/concepts.md`` (between its ``states:begin``/``states:end``
+  markers) -- a Mermaid diagram and a table, from ``boson_django.states.TRANSITIONS``;
 * ``docs/settings.md`` -- the settings reference, from ``boson_django.conf`` (DEFAULTS,
   DOCS, RULES).
 
@@ -47,15 +47,13 @@ def _edges() -> dict[tuple[str, str], list[str]]:
     return edges
 
 
-def states_page() -> str:
+BEGIN, END = "<!-- states:begin -->", "<!-- states:end -->"
+
+
+def states_block() -> str:
     lines = [
+        BEGIN,
         GENERATED.format(source="boson_django/states.py"),
-        "",
-        "# The state machine",
-        "",
-        "Every job is in one of these states; `[*]` on the left is a new job, on the right a",
-        "deleted one (deletion is not a state: the row is gone). Arrows carry the event or ack",
-        "outcome that moves a job. A pair missing from the table is refused and changes nothing.",
         "",
         "```mermaid",
         "stateDiagram-v2",
@@ -66,14 +64,16 @@ def states_page() -> str:
     for (source, event), targets in states.TRANSITIONS.items():
         names = ", ".join(sorted("deleted" if t is None else t.value for t in targets))
         lines.append(f"| `{source.value}` | `{event.value}` | {names} |")
-    lines += [
-        "",
-        "Terminal states (evicted after their retention): "
-        + ", ".join(f"`{s.value}`" for s in sorted(states.TERMINAL, key=lambda s: s.value)) + ".",
-        "`quarantined` never expires; an operator releases it.",
-        "",
-    ]
+    lines.append(END)
     return "\n".join(lines)
+
+
+def concepts_page() -> str:
+    """docs/concepts.md with its state-machine block regenerated."""
+    text = (DOCS / "concepts.md").read_text()
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    return head + states_block() + tail
 
 
 def _human(key: str, value: Any) -> str:
@@ -122,7 +122,7 @@ def settings_page() -> str:
     return "\n".join(lines)
 
 
-PAGES = {"states.md": states_page, "settings.md": settings_page}
+PAGES = {"concepts.md": concepts_page, "settings.md": settings_page}
 
 
 def main(argv: list[str] | None = None) -> int:

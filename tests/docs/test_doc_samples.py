@@ -1,0 +1,93 @@
+"""Every ```python block of README.md and docs/*.md runs here, on this suite's store.
+
+The blocks of one page run in order in one module namespace (a module inside the
+installed test app, so tasks they define are registered and runnable). Then:
+
+* a ``BOSON`` dict the page defines must pass boson's system checks;
+* every ``test_*`` function the page defines is called, with ``boson_clock`` (the store
+  clock frozen) or ``db`` as its arguments, each on the store as it was before the page
+  ran (savepoints) -- so testing examples really run, as they would in a fresh suite.
+
+On Django 5.2 ``from django.tasks import`` becomes ``from django_tasks import`` (the
+backport the docs name for that version); nothing else is rewritten.
+"""
+
+from __future__ import annotations
+
+import inspect
+import pathlib
+import re
+import sys
+import types
+
+import pytest
+from django.db import transaction
+from django.test import override_settings
+
+from boson_django import checks
+from boson_django.compat import TASKS_MODULE
+from boson_django.testing import frozen_clock
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
+
+
+def blocks(page: pathlib.Path) -> list[str]:
+    return BLOCK.findall(page.read_text())
+
+
+def _adapt(code: str) -> str:
+    if TASKS_MODULE == "django_tasks":
+        code = code.replace("from django.tasks import", "from django_tasks import")
+    return code
+
+
+def _module(page: pathlib.Path) -> types.ModuleType:
+    name = "tests.testapp.docs_" + re.sub(r"\W", "_", page.stem.lower())
+    module = types.ModuleType(name)
+    sys.modules[name] = module
+    return module
+
+
+def _call_tests(namespace: dict) -> int:
+    called = 0
+    for name, fn in list(namespace.items()):
+        if not (name.startswith("test_") and inspect.isfunction(fn)):
+            continue
+        params = list(inspect.signature(fn).parameters)
+        assert set(params) <= {"db", "boson_clock"}, f"{name} asks for unknown fixtures {params}"
+        savepoint = transaction.savepoint()  # each test starts from the store as it was
+        with frozen_clock() as frozen:
+            fn(**{p: (frozen if p == "boson_clock" else None) for p in params})
+        transaction.savepoint_rollback(savepoint)
+        called += 1
+    return called
+
+
+def test_every_page_is_linked_from_the_readme():
+    readme = (ROOT / "README.md").read_text()
+    for page in (ROOT / "docs").glob("*.md"):
+        assert f"docs/{page.name}" in readme, f"docs/{page.name} is not linked from README.md"
+
+
+def test_pages_have_samples():
+    assert sum(len(blocks(p)) for p in PAGES) >= 15
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if blocks(p)], ids=lambda p: p.name)
+def test_python_samples_run(page, db):
+    module = _module(page)
+    namespace = module.__dict__
+    savepoint = transaction.savepoint()
+    try:
+        for number, code in enumerate(blocks(page), 1):
+            compiled = compile(_adapt(code), f"{page.name}[python block {number}]", "exec")
+            exec(compiled, namespace)
+        if isinstance(namespace.get("BOSON"), dict):
+            with override_settings(BOSON=namespace["BOSON"]):
+                assert checks.check_settings() == [], f"{page.name}: its BOSON example fails the checks"
+        transaction.savepoint_rollback(savepoint)  # the page's tests start from an empty store
+        _call_tests(namespace)
+    finally:
+        sys.modules.pop(module.__name__, None)
