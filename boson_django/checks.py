@@ -13,7 +13,7 @@ from django.db import connections
 from boson_django import conf, validation
 
 
-@checks.register()
+@checks.register("boson")
 def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     raw = getattr(django_settings, "BOSON", None)
     if raw is not None and not isinstance(raw, dict):
