@@ -14,13 +14,20 @@ from collections.abc import Callable
 from typing import Any
 
 from boson_django import services
+from boson_django.services.throughput import prune_throughput
 
 log = logging.getLogger("boson_django.worker")
+
+def _prune_counters(limit: int, *, using: str) -> int:
+    """Throughput counters older than two days go; ``limit`` does not apply (rows are few)."""
+    return prune_throughput(using=using)
+
 
 DUTIES: tuple[tuple[str, Callable[..., Any]], ...] = (
     ("boson.promote", services.promote_due),
     ("boson.reclaim", services.reclaim_expired),
     ("boson.evict", services.evict_retained),
+    ("boson.prune", _prune_counters),
 )
 #: A sweep that filled its batch runs again at once, up to this many rounds per tick.
 MAX_ROUNDS = 5
