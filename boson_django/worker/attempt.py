@@ -10,6 +10,7 @@ stopping is cooperative.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -33,6 +34,9 @@ class Attempt:
     #: The handler's log lines so far (read when a timeout acks before it returns).
     logs: Any = None
     stopped: threading.Event = field(default_factory=threading.Event)
+    #: Callables the handler asked to run inside the transaction of its SUCCESS ack
+    #: (``context.in_ack``): their writes commit if and only if the ack does.
+    effects: list[Callable[[], Any]] = field(default_factory=list)
 
     @property
     def lease(self) -> LeaseRef:

@@ -11,6 +11,7 @@ that outcome; they are not errors and are not recorded as such.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 from asgiref.sync import sync_to_async
@@ -43,6 +44,11 @@ class BosonContext(TaskContext):  # type: ignore[misc,valid-type,unused-ignore]
     @property
     def job_id(self) -> str:
         return self._attempt.job_id
+
+    @property
+    def fence(self) -> int:
+        """The fence of this attempt's lease (it grows on every claim of the job)."""
+        return self._attempt.lease.fence
 
     @property
     def crash_attempt(self) -> int:
@@ -80,6 +86,20 @@ class BosonContext(TaskContext):  # type: ignore[misc,valid-type,unused-ignore]
 
     async def aoutput(self, data: Any) -> JobOutput:
         return await sync_to_async(self.output)(data)
+
+    def in_ack(self, effect: Callable[[], Any]) -> None:
+        """Run ``effect()`` inside the transaction that acks this attempt as SUCCESS.
+
+        Its writes (on the store's database) commit if and only if the fenced ack does:
+        a worker that dies, loses its lease or loses its connection before the commit
+        leaves nothing, and the next attempt registers the effect again -- so the effect
+        is committed exactly once per job. Any other outcome drops the registered
+        effects; an effect that raises makes the attempt a failure (RETRY).
+        """
+        if not callable(effect):
+            raise TypeError(f"in_ack() needs a callable, got {type(effect).__name__}")
+        self._attempt.check()
+        self._attempt.effects.append(effect)
 
     def snooze(self, delay_ms: int) -> NoReturn:
         """Run again after ``delay_ms`` (> 0); spends no attempt."""

@@ -4,6 +4,11 @@ Shared by the worker loop and :mod:`boson_django.testing`, so users' tests go th
 same acks as production. A refused ack (the lease was lost) is logged and dropped: the
 store already belongs to someone else. A database error propagates, so the loop can
 retry the ack once the connection is back (the lease is renewed meanwhile).
+
+A SUCCESS ack also runs the effects the handler registered with ``context.in_ack``, in
+the ack's own transaction: they commit if and only if the fenced ack does. An effect
+that raises rolls the ack back and the attempt is acked RETRY with its error instead;
+a lost connection propagates like any database error (the retry runs them again).
 """
 
 from __future__ import annotations
@@ -12,11 +17,13 @@ import logging
 from dataclasses import replace
 from typing import Any
 
+from django.db import InterfaceError, OperationalError
 from django.utils import timezone
 
 from boson_django import services
 from boson_django.compat import TaskResultStatus, task_backends, task_finished
 from boson_django.errors import InvalidEnvelope, LeaseRejected
+from boson_django.services import _db
 from boson_django.states import Outcome
 from boson_django.taskresults import build_result
 from boson_django.worker.attempt import Attempt
@@ -44,14 +51,35 @@ def deliver(attempt: Attempt, finish: Finish) -> str | None:
     return state
 
 
+class _EffectFailed(Exception):
+    """An in-ack effect raised (not a lost connection): the ack is rolled back."""
+
+
 def _ack(attempt: Attempt, finish: Finish) -> str | None:
     try:
+        if finish.outcome is Outcome.SUCCESS and attempt.effects:
+            return _ack_with_effects(attempt, finish, using=attempt.using)
         return services.ack(
             attempt.lease, finish.outcome, error=finish.error, delay_ms=finish.delay_ms,
             logs=list(finish.logs), result=finish.result, using=attempt.using,
         )
-    except InvalidEnvelope as exc:  # e.g. a bad delay from the handler: a handler failure
-        return services.ack(attempt.lease, Outcome.RETRY, error=error_text(exc), logs=list(finish.logs), using=attempt.using)
+    except (InvalidEnvelope, _EffectFailed) as exc:  # a bad delay or a failing effect: a handler failure
+        cause = exc.__cause__ if isinstance(exc, _EffectFailed) and exc.__cause__ else exc
+        return services.ack(attempt.lease, Outcome.RETRY, error=error_text(cause), logs=list(finish.logs), using=attempt.using)
+
+
+@_db.store_transaction
+def _ack_with_effects(attempt: Attempt, finish: Finish, *, using: str | None = None) -> str | None:
+    """The fenced SUCCESS ack and the handler's in-ack effects, in one transaction."""
+    state = services.ack(attempt.lease, finish.outcome, logs=list(finish.logs), result=finish.result, using=using)
+    for effect in attempt.effects:
+        try:
+            effect()
+        except (OperationalError, InterfaceError):
+            raise  # the connection, not the effect: the loop retries the whole ack
+        except Exception as exc:  # noqa: BLE001 -- the handler's effect failed
+            raise _EffectFailed(str(exc)) from exc
+    return state
 
 
 def _log_outcome(attempt: Attempt, finish: Finish, state: str | None) -> None:

@@ -1,0 +1,116 @@
+"""Tasks of the fault suite (tests/faults/): each leaves evidence a checker can judge.
+
+A handler writes a :class:`StartMark` (job, fence, pid, store time) the moment it starts,
+in its own autocommitted statement, so a worker killed mid-job leaves it behind. Its
+effect is an :class:`Effect` row registered with ``context.in_ack``: written in the same
+transaction as the fenced SUCCESS ack, so it commits if and only if the ack does.
+
+Gates are files in ``folder`` that the test creates; a handler polls for them (and stops
+early when the worker asks it to). Files named ``started-<job>-<fence>`` and
+``in-ack-<job>-<fence>`` tell the test where a handler is.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import signal
+import time
+
+from boson_django import clock
+from boson_django.compat import task
+from tests.testapp.models import Effect, StartMark
+
+GATE_LIMIT_S = 60.0
+
+
+def mark_start(context) -> None:
+    StartMark.objects.create(job_id=context.job_id, fence=context.fence, pid=os.getpid(), at=clock.now())
+
+
+def _touch(folder: str, name: str) -> None:
+    if folder:
+        (pathlib.Path(folder) / name).write_text(str(os.getpid()))
+
+
+def wait_for_gate(folder: str, gate: str, context=None) -> bool:
+    """Poll for ``folder/gate``; False if the worker asked the handler to stop first."""
+    path = pathlib.Path(folder) / gate
+    deadline = time.monotonic() + GATE_LIMIT_S
+    while time.monotonic() < deadline:
+        if path.exists():
+            return True
+        if context is not None and context.should_stop:
+            return False
+        time.sleep(0.01)
+    raise TimeoutError(f"{path} never appeared")
+
+
+def _effect(context, folder: str = "", ack_gate: str = ""):
+    job_id, fence = context.job_id, context.fence
+
+    def write() -> None:
+        Effect.objects.create(job_id=job_id, fence=fence, at=clock.now())
+        if ack_gate:  # hold the ack's transaction open (uncommitted) until the test says go
+            _touch(folder, f"in-ack-{job_id}-{fence}")
+            wait_for_gate(folder, ack_gate)
+
+    return write
+
+
+@task(takes_context=True)
+def effect(context, folder: str = "", gate: str = "", ack_gate: str = "", value: int = 0) -> int:
+    """Start mark; optionally wait at ``gate``; the effect in the ack (held at ``ack_gate``)."""
+    mark_start(context)
+    _touch(folder, f"started-{context.job_id}-{context.fence}")
+    if gate and not wait_for_gate(folder, gate, context):
+        return -1  # told to stop: this attempt's ack will be refused anyway
+    context.in_ack(_effect(context, folder, ack_gate if context.fence == 1 else ""))
+    return value
+
+
+@task(takes_context=True)
+def poison(context) -> None:
+    """Kills the worker running it, every time (a segfaulting C extension, an OOM kill)."""
+    mark_start(context)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+@task(takes_context=True, max_attempts=1)
+def fails_once_allowed(context, folder: str = "", gate: str = "") -> None:
+    """max_attempts=1: one failure fails it; a crash (kill at ``gate``) must not."""
+    mark_start(context)
+    _touch(folder, f"started-{context.job_id}-{context.fence}")
+    if gate and context.fence == 1:
+        wait_for_gate(folder, gate, context)
+    raise RuntimeError("handler failure")
+
+
+@task(takes_context=True, max_attempts=3)
+def always_fails(context) -> None:
+    mark_start(context)
+    raise RuntimeError("always fails")
+
+
+@task(takes_context=True)
+def steps(context, folder: str, count: int = 5, hold_at: int = -1) -> int:
+    """Checkpointed steps; each step leaves ``ran-<job>-<step>-<fence>``. The first claim
+    waits at step ``hold_at`` (before its checkpoint) for a gate that never opens."""
+    mark_start(context)
+    step = (context.last_checkpoint or {}).get("step", 0)
+    _touch(folder, f"started-{context.job_id}-{context.fence}")
+    while step < count:
+        _touch(folder, f"ran-{context.job_id}-{step}-{context.fence}")
+        if step == hold_at and context.fence == 1:
+            wait_for_gate(folder, "never", context)
+        step += 1
+        context.checkpoint({"step": step})
+    context.in_ack(_effect(context))
+    return step
+
+
+@task(takes_context=True)
+def sized(context, payload: str) -> int:
+    mark_start(context)
+    context.in_ack(_effect(context))
+    return len(payload)
