@@ -2,14 +2,25 @@
 
 Each check is one query that should return nothing; a non-empty answer names the jobs that
 break the rule. Tests run it after every race and crash scenario; operators run it with
-``manage.py boson_check``.
+``manage.py boson_check``. Besides the shape of live rows (leases, open runs), the run
+history is checked: a job's fences only grow, no two claims of a job overlap on the store
+clock, ``attempt`` counts exactly the handler outcomes and ``crash_attempt`` exactly the
+lease losses (since the last release from quarantine). The history checks read every
+run, so on a large store they cost a scan: run them when looking, not in a hot loop.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
 
+from boson_django import clock, validation
 from boson_django.services import _db
+from boson_django.states import ATTEMPT_SPENDING
+
+#: Run outcomes that spend an attempt: ``attempt`` moves on these and nothing else.
+_SPENDING = ", ".join(f"'{o.value}'" for o in sorted(ATTEMPT_SPENDING, key=lambda o: o.value))
 
 _CHECKS: dict[str, str] = {
     "running job without a lease": (
@@ -44,6 +55,24 @@ _CHECKS: dict[str, str] = {
         "SELECT id FROM boson_job WHERE state IN ('completed', 'skipped', 'failed', 'cancelled') "
         "AND (finalized_at IS NULL OR expires_at IS NULL)"
     ),
+    # -- history: fences, holders, attempt and crash accounting --------------------------
+    "fence that did not grow between two claims": (
+        "SELECT r.job_id FROM boson_run r JOIN boson_run p ON p.job_id = r.job_id AND p.id < r.id "
+        "AND p.worker_id <> '' WHERE r.worker_id <> '' AND p.fence >= r.fence"
+    ),
+    "two claims of one job held at once": (
+        "SELECT r.job_id FROM boson_run r JOIN boson_run p ON p.job_id = r.job_id AND p.fence < r.fence "
+        "AND p.worker_id <> '' WHERE r.worker_id <> '' AND (p.finished_at IS NULL OR p.finished_at > r.started_at)"
+    ),
+    "attempt that differs from the handler outcomes its runs record": (
+        "SELECT j.id FROM boson_job j WHERE j.attempt <> (SELECT COUNT(*) FROM boson_run r "
+        f"WHERE r.job_id = j.id AND r.outcome IN ({_SPENDING}))"
+    ),
+    "crash_attempt that differs from the lease losses since the last quarantine release": (
+        "SELECT j.id FROM boson_job j WHERE j.crash_attempt <> (SELECT COUNT(*) FROM boson_run r "
+        "WHERE r.job_id = j.id AND r.outcome = 'lease_lost' AND r.id > COALESCE((SELECT MAX(u.id) "
+        "FROM boson_run u WHERE u.job_id = j.id AND u.outcome = 'unquarantined'), 0))"
+    ),
     "quarantined job whose fingerprint is not registered": (
         "SELECT j.id FROM boson_job j LEFT JOIN boson_quarantined_fingerprint q "
         "ON q.fingerprint = j.fingerprint WHERE j.state = 'quarantined' AND q.fingerprint IS NULL"
@@ -61,13 +90,25 @@ class Problem:
         return f"{self.rule}: {len(self.job_ids)} job(s): {shown}"
 
 
-def find_problems(*, using: str | None = None) -> list[Problem]:
-    """Every broken invariant, with the jobs that break it; empty when the store is sound."""
+def find_problems(*, stranded_after_ms: int | None = None, using: str | None = None) -> list[Problem]:
+    """Every broken invariant, with the jobs that break it; empty when the store is sound.
+
+    ``stranded_after_ms`` also reports running jobs whose lease expired more than that
+    long ago on the store clock -- jobs no reclaimer picked up (0 right after a reclaim
+    pass; a few sweep intervals for a live store).
+    """
     connection = _db.conn(using)
+    checks = list(_CHECKS.items())
+    params: dict[str, list[Any]] = {}
+    if stranded_after_ms is not None:
+        limit = clock.now(using) - timedelta(milliseconds=validation.whole(stranded_after_ms, "stranded_after_ms"))
+        rule = f"running job whose lease expired more than {stranded_after_ms} ms ago (stranded)"
+        checks.append((rule, "SELECT id FROM boson_job WHERE state = 'running' AND lease_expires_at < %s"))
+        params[rule] = [_db.dt_param(connection, limit)]
     found: list[Problem] = []
     with connection.cursor() as cursor:
-        for rule, sql in _CHECKS.items():
-            cursor.execute(sql)
+        for rule, sql in checks:
+            cursor.execute(sql, params.get(rule, ()))
             ids = sorted({str(row[0]) for row in cursor.fetchall()})
             if ids:
                 found.append(Problem(rule, ids))

@@ -1,0 +1,6 @@
+"""Settings of the fault suite's worker subprocesses: the test settings plus the fault tasks."""
+
+from tests.settings import *  # noqa: F401,F403
+from tests.settings import BOSON as _BOSON
+
+BOSON = {**_BOSON, "TASK_MODULES": [*_BOSON.get("TASK_MODULES", []), "tests.testapp.fault_tasks"]}

@@ -1,0 +1,101 @@
+"""Real worker processes for the fault scenarios, and the small waits that coordinate them.
+
+Workers run ``python -m django boson_worker`` with ``tests.faults.settings`` (the test
+settings plus the fault tasks) on the database the test uses. Their log goes to a file
+the test can wait on. Waits poll a file or a row with a bound -- coordination, never a
+sleep standing in for time: time-dependent steps use the frozen store clock.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from django.db import connection
+
+from boson_django import services
+from boson_django.services import Envelope
+from tests.concurrency.support import ROOT, subprocess_env
+from tests.worker.conftest import wait_until
+
+__all__ = ["Worker", "enqueue_many", "fault_env", "wait_file", "wait_until", "ROOT"]
+
+
+def fault_env(**extra: str) -> dict[str, str]:
+    env = subprocess_env()
+    env["DJANGO_SETTINGS_MODULE"] = "tests.faults.settings"
+    env.update(extra)
+    return env
+
+
+def wait_file(folder: pathlib.Path, name: str, timeout: float = 30.0) -> pathlib.Path:
+    path = folder / name
+    wait_until(path.exists, timeout, what=f"{name} to appear")
+    return path
+
+
+class Worker:
+    """One ``boson_worker`` subprocess."""
+
+    def __init__(self, folder: pathlib.Path, name: str, *args: str, env: dict[str, str] | None = None):
+        self.name = name
+        self.log = folder / f"{name}.log"
+        command = [sys.executable, "-m", "django", "boson_worker", "--poll-interval-ms", "50",
+                   "--worker-id", name, *args]
+        with open(self.log, "w") as out:
+            self.popen = subprocess.Popen(command, env=env or fault_env(), cwd=ROOT,
+                                          stdout=out, stderr=subprocess.STDOUT)
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def text(self) -> str:
+        return self.log.read_text()
+
+    def says(self, text: str) -> bool:
+        return text in self.text()
+
+    def wait_for_line(self, text: str, timeout: float = 30.0) -> None:
+        wait_until(lambda: self.says(text) or self.popen.poll() is not None, timeout, what=f"{text!r} in {self.log.name}")
+        assert self.says(text), self.text()
+
+    def signal(self, sig: int) -> None:
+        self.popen.send_signal(sig)
+
+    def kill(self) -> None:
+        if self.popen.poll() is None:
+            self.popen.send_signal(signal.SIGKILL)
+        self.popen.wait(30)
+
+    def exit_code(self, timeout: float = 60) -> int:
+        try:
+            return self.popen.wait(timeout)
+        finally:
+            if self.popen.poll() is None:
+                self.popen.kill()
+                self.popen.wait(10)
+
+    def cleanup(self) -> None:
+        if self.popen.poll() is None:
+            try:
+                os.kill(self.popen.pid, signal.SIGCONT)  # a stopped process cannot die of SIGKILL later
+            except ProcessLookupError:
+                pass
+            self.popen.kill()
+            self.popen.wait(10)
+
+
+def enqueue_many(task: str, count: int, *, args: Sequence[Any] = (), **fields: Any) -> list[str]:
+    """``count`` jobs of ``task`` in one all-or-nothing enqueue; their ids."""
+    envelopes = [Envelope(task=task, args=list(args), kwargs={}, **fields) for _ in range(count)]
+    return [r.id for r in services.enqueue(envelopes, unique=False)]
+
+
+def is_postgres() -> bool:
+    return connection.vendor == "postgresql"
