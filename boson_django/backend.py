@@ -17,6 +17,7 @@ from boson_django.compat import (
     TaskResultDoesNotExist,
     task_enqueued,
 )
+from boson_django.schedules.spec import Schedule, as_schedules
 from boson_django.services import _db
 from boson_django.taskresults import build_result
 from boson_django.worker import notify
@@ -44,9 +45,12 @@ class BosonTask(Task):  # type: ignore[misc,valid-type,unused-ignore]
     lease_ms: int | None = None
     timeout_ms: int | None = None
     crash_limit: int | None = None
+    #: Periodic runs: a cron string, a ``boson_django.schedules.Schedule`` or a list of them.
+    schedule: str | Schedule | list[str | Schedule] | tuple[Schedule, ...] | None = None
 
     def __post_init__(self) -> None:
         Task.__post_init__(self)
+        object.__setattr__(self, "schedule", as_schedules(self.schedule))
         registry.register(self)
 
     def using(self, **changes: Any) -> BosonTask:  # type: ignore[override]

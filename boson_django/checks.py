@@ -52,6 +52,10 @@ def _bad_value(key: str, value: Any) -> str | None:
         return f"must be a plain identifier of at most 63 ASCII characters, got {value!r}."
     if key == "TASK_MODULES":
         return _unimportable(value)
+    if key == "SCHEDULES":
+        from boson_django.schedules.spec import check_setting
+
+        return check_setting(value)
     return None
 
 

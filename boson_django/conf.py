@@ -33,6 +33,7 @@ DEFAULTS: dict[str, Any] = {
     "RECONNECT_MAX_MS": 30_000,
     "LOG_CAPTURE_LEVEL": 20,
     "EMBEDDED_WORKER": False,
+    "SCHEDULES": {},
 }
 
 DOCS: dict[str, str] = {
@@ -57,6 +58,7 @@ DOCS: dict[str, str] = {
     "RECONNECT_MAX_MS": "Longest wait between reconnect attempts after a database error.",
     "LOG_CAPTURE_LEVEL": "Lowest logging level captured into a job's attempt record.",
     "EMBEDDED_WORKER": "Start a worker thread inside the web process (see boson_django.worker.embedded).",
+    "SCHEDULES": "Periodic jobs declared in settings: name -> {task, cron or every, timezone, missed, args, ...} (docs/schedules.md).",
 }
 
 #: key -> (type or types, minimum) used by checks.py.
@@ -82,6 +84,7 @@ RULES: dict[str, tuple[type | tuple[type, ...], int | None]] = {
     "RECONNECT_MAX_MS": (int, 1),
     "LOG_CAPTURE_LEVEL": (int, 0),
     "EMBEDDED_WORKER": (bool, None),
+    "SCHEDULES": (dict, None),
 }
 
 
@@ -108,6 +111,7 @@ class Settings:
     RECONNECT_MAX_MS: int
     LOG_CAPTURE_LEVEL: int
     EMBEDDED_WORKER: bool
+    SCHEDULES: dict[str, Any]
 
 
 def user_settings() -> dict[str, Any]:

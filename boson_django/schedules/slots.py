@@ -13,8 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
-from cronsim import CronSim
-
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 #: At most this many late slots are counted one by one; more are counted as this many.
 MAX_SCAN = 10_000
@@ -31,10 +29,10 @@ class Timing:
         if self.every_ms:
             step = timedelta(milliseconds=self.every_ms)
             return EPOCH + ((at - EPOCH) // step + 1) * step
-        from boson_django.schedules.spec import zone
+        from boson_django.schedules.spec import cronsim, zone
 
         try:
-            found = next(CronSim(self.cron or "", at.astimezone(zone(self.timezone))))
+            found = next(cronsim()[0](self.cron or "", at.astimezone(zone(self.timezone))))
         except StopIteration:
             return None
         return found.astimezone(timezone.utc)

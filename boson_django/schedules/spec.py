@@ -12,7 +12,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from cronsim import CronSim, CronSimError
+from django.core.exceptions import ImproperlyConfigured
 
 from boson_django import validation
 
@@ -86,11 +86,23 @@ class Schedule:
 def check_cron(expr: Any) -> str:
     if not isinstance(expr, str) or len(expr.split()) != 5:
         raise ValueError(f"Schedule cron={expr!r}: must be five fields (minute hour day month weekday)")
+    CronSim, CronSimError = cronsim()
     try:
         CronSim(expr, datetime(2000, 1, 1, tzinfo=timezone.utc))
     except CronSimError as exc:
         raise ValueError(f"Schedule cron={expr!r}: {exc}") from None
     return expr
+
+
+def cronsim() -> tuple[Any, Any]:
+    """cronsim's CronSim and CronSimError; cron schedules need the ``schedules`` extra."""
+    try:
+        from cronsim import CronSim, CronSimError
+    except ImportError:  # pragma: no cover -- the extra is installed in the test environments
+        raise ImproperlyConfigured(
+            "cron schedules need cronsim: pip install 'boson-django[schedules]' (or every= for intervals)"
+        ) from None
+    return CronSim, CronSimError
 
 
 def every_ms(every: Any) -> int:
@@ -133,3 +145,18 @@ def _schedule(item: Any) -> Schedule:
     if not isinstance(item, Schedule):
         raise ValueError(f"schedule=: expected a Schedule or a cron string, got {item!r}")
     return item
+
+
+def check_setting(value: Mapping[str, Any]) -> str | None:
+    """What is wrong with ``BOSON["SCHEDULES"]``, said plainly (for checks.py), or None."""
+    from boson_django import registry
+
+    for name, entry in value.items():
+        try:
+            validation.name(name, "name", max_len=MAX_NAME)
+            spec = from_setting(name, entry)
+        except ValueError as exc:
+            return f"entry {name!r}: {exc}"
+        if not registry.is_registered(spec.task or ""):
+            return f"entry {name!r}: task {spec.task!r} is not a registered task."
+    return None

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from boson_django import services
+from boson_django.schedules.scheduler import DUTY as SCHEDULE_DUTY, run_due as run_schedules
 from boson_django.services.throughput import prune_throughput
 
 log = logging.getLogger("boson_django.worker")
@@ -28,6 +29,7 @@ DUTIES: tuple[tuple[str, Callable[..., Any]], ...] = (
     ("boson.reclaim", services.reclaim_expired),
     ("boson.evict", services.evict_retained),
     ("boson.prune", _prune_counters),
+    (SCHEDULE_DUTY, run_schedules),
 )
 #: A sweep that filled its batch runs again at once, up to this many rounds per tick.
 MAX_ROUNDS = 5

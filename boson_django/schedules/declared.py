@@ -1,0 +1,109 @@
+"""What code and settings declare, and the sync that makes one ``boson_schedule`` row of each.
+
+Sync writes the definition (task, timing, arguments, missed policy) and never the
+operator's switch (``enabled``). A row no longer declared anywhere is kept for its
+history with ``declared=False`` and never fires. Changing a schedule's timing moves its
+next run to the first new slot after now; the slots it already fired stay fired.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import Any
+
+from django.core.exceptions import ImproperlyConfigured
+
+from boson_django import clock, conf, registry
+from boson_django.schedules.slots import Timing
+from boson_django.schedules.spec import Schedule, from_setting
+from boson_django.services import _db
+
+log = logging.getLogger("boson_django.schedules")
+
+DEFINITION = ("task", "cron", "every_ms", "timezone", "missed", "grace_ms", "args", "kwargs", "queue", "priority", "source")
+TIMING = ("cron", "every_ms", "timezone")
+
+
+def declared() -> dict[str, tuple[Schedule, str]]:
+    """Every declared schedule by name, with where it was declared ("code" or "settings")."""
+    found: dict[str, tuple[Schedule, str]] = {}
+    for task_name in registry.names():
+        specs = getattr(registry.get(task_name), "schedule", None) or ()
+        for spec in specs:
+            _add(found, spec.named(task_name), "code")
+    for name, entry in (conf.get().SCHEDULES or {}).items():
+        _add(found, from_setting(name, entry), "settings")
+    return found
+
+
+def _add(found: dict[str, tuple[Schedule, str]], spec: Schedule, source: str) -> None:
+    assert spec.name is not None
+    if spec.name in found:
+        raise ImproperlyConfigured(
+            f"schedule {spec.name!r} is declared twice; give each schedule of a task its own name="
+        )
+    found[spec.name] = (spec, source)
+
+
+def definition(spec: Schedule, source: str) -> dict[str, Any]:
+    return {
+        "task": spec.task, "cron": spec.cron or "", "every_ms": spec.every_ms, "timezone": spec.timezone,
+        "missed": spec.missed, "grace_ms": spec.grace_ms, "args": list(spec.args), "kwargs": dict(spec.kwargs),
+        "queue": spec.queue, "priority": spec.priority, "source": source,
+    }
+
+
+def timing_of(row: Any) -> Timing:
+    return Timing(row.cron or None, row.every_ms, row.timezone)
+
+
+@_db.store_transaction
+def sync_schedules(*, using: str | None = None) -> int:
+    """Upsert one row per declared schedule; returns how many rows changed.
+
+    Locks every schedule row (PostgreSQL), so two workers syncing at once apply one
+    after the other. Idempotent.
+    """
+    from boson_django.models import Schedule as Row
+
+    wanted = declared()
+    now = clock.now(using)
+    rows = {r.name: r for r in Row.objects.using(using).select_for_update().order_by("name")}
+    changed = 0
+    for name, (spec, source) in wanted.items():
+        row = rows.get(name)
+        if row is None:
+            changed += _create(name, spec, source, now, using)
+        else:
+            changed += _update(row, definition(spec, source), now, using)
+    gone = [n for n, r in rows.items() if n not in wanted and r.declared]
+    if gone:
+        Row.objects.using(using).filter(name__in=gone).update(declared=False, synced_at=now)
+        log.info("boson: schedules no longer declared (kept, never fire): %s", ", ".join(gone))
+    return changed + len(gone)
+
+
+def _create(name: str, spec: Schedule, source: str, now: datetime, using: str) -> int:
+    from boson_django.models import Schedule as Row
+
+    values = definition(spec, source)
+    first = timing_of(Row(**values)).next_after(now)
+    made = Row.objects.using(using).bulk_create(
+        [Row(name=name, enabled=spec.enabled, next_run_at=first, synced_at=now, **values)], ignore_conflicts=True
+    )
+    log.info("boson: schedule %s created (%s), first run %s", name, spec.describe(), first)
+    return len(made)
+
+
+def _update(row: Any, values: dict[str, Any], now: datetime, using: str) -> int:
+    if row.declared and all(getattr(row, k) == v for k, v in values.items()):
+        return 0
+    retimed = not row.declared or any(getattr(row, k) != values[k] for k in TIMING)
+    for key, value in values.items():
+        setattr(row, key, value)
+    row.declared, row.synced_at = True, now
+    if retimed:
+        row.next_run_at = timing_of(row).next_after(now)
+    row.save(using=using, update_fields=[*values, "declared", "synced_at", "next_run_at"])
+    return 1

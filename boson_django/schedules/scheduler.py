@@ -1,0 +1,200 @@
+"""The scheduler: run inside workers under the ``boson.schedule`` duty.
+
+One enqueue per (schedule, slot) is a database constraint: :func:`fire_slot` inserts
+the slot into ``boson_schedule_slot`` (unique on schedule and slot) and enqueues the job
+in the same transaction only if that insert happened. A stale scheduler -- one whose
+duty lapsed while it was paused -- that fires a slot already fired inserts nothing and
+enqueues nothing. The duty only keeps the work from being done N times over; it is not
+what makes it correct.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import Any
+
+from django.core.exceptions import ImproperlyConfigured
+from django.db import DatabaseError, transaction
+
+from boson_django import clock, ids
+from boson_django.errors import StoreError
+from boson_django.schedules import slots
+from boson_django.schedules.declared import sync_schedules, timing_of
+from boson_django.services import _db
+from boson_django.services.enqueue import enqueue
+from boson_django.services.types import Envelope
+
+log = logging.getLogger("boson_django.schedules")
+
+DUTY = "boson.schedule"
+_synced: set[str] = set()
+
+
+def run_due(limit: int = 100, *, using: str | None = None, holder: str = "") -> int:
+    """The duty's body: sync declarations (once per process), then tick every due schedule.
+
+    Returns how many schedules were looked at (a full batch makes the sweeper call again).
+    A schedule that cannot enqueue (its task is gone, say) is logged and moved to its
+    next slot, so one broken schedule never stops the others.
+    """
+    using = _db.alias(using)
+    if using not in _synced:
+        try:
+            sync_schedules(using=using)
+        except (ImproperlyConfigured, ValueError) as exc:  # reported by checks too; keep firing the rows
+            log.error("boson: schedules not synced: %s", exc)
+        _synced.add(using)
+    names = due_names(limit, using)
+    for name in names:
+        try:
+            tick(name, using=using, holder=holder)
+        except (StoreError, ValueError) as exc:
+            log.error("boson: schedule %s could not enqueue: %s", name, exc)
+            postpone(name, using=using)
+    return len(names)
+
+
+def due_names(limit: int, using: str) -> list[str]:
+    from boson_django.models import Schedule
+
+    now = clock.now(using)
+    found = Schedule.objects.using(using).filter(enabled=True, declared=True, next_run_at__lte=now)
+    return list(found.order_by("next_run_at", "name").values_list("name", flat=True)[:limit])
+
+
+@_db.store_transaction
+def tick(name: str, *, using: str | None = None, holder: str = "") -> list[str]:
+    """Fire the due slots of one schedule (its missed policy decides late ones).
+
+    Locks the schedule row; a schedule disabled, undeclared or not yet due does nothing.
+    Returns the ids of the jobs enqueued. Idempotent per slot: see :func:`fire_slot`.
+    """
+    from boson_django.models import Schedule
+
+    assert using is not None
+    row = Schedule.objects.using(using).select_for_update().filter(name=name, enabled=True, declared=True).first()
+    if row is None:
+        return []
+    now = clock.now(using)
+    plan = slots.plan(timing_of(row), row.next_run_at, now, row.missed, row.grace_ms)
+    if plan.next_run_at == row.next_run_at and not plan.fire:
+        return []
+    fired = [job for slot in plan.fire if (job := fire_slot(row, slot, now=now, using=using, holder=holder))]
+    if plan.skipped:
+        log.warning("boson: schedule %s skipped %d late slot(s) (missed=%s)", name, plan.skipped, row.missed)
+    row.next_run_at = plan.next_run_at
+    row.skipped_slots += plan.skipped
+    if plan.fire:
+        row.last_slot_at = plan.fire[-1]
+    if fired:
+        row.last_run_at, row.last_job_id = now, fired[-1]
+    row.save(using=using, update_fields=["next_run_at", "skipped_slots", "last_slot_at", "last_run_at", "last_job_id"])
+    return fired
+
+
+def fire_slot(row: Any, slot: datetime, *, now: datetime, using: str, holder: str = "") -> str | None:
+    """Record ``slot`` of schedule ``row`` and enqueue its job -- or, if the slot was
+    already recorded, do nothing and return None. Joins the caller's transaction."""
+    job_id = ids.new_id()
+    with transaction.atomic(using=using):
+        if not _record_slot(row.name, slot, job_id, now, holder, using):
+            log.info("boson: schedule %s slot %s already fired; not enqueued again", row.name, slot.isoformat())
+            return None
+        (result,) = enqueue([_envelope(row, slot, job_id)], using=using)
+        if result.id != job_id:  # the task's own unique key is held by a live job
+            _relink_slot(row.name, slot, result.id, using)
+    _wake(row.queue, using)
+    log.info("boson: schedule %s fired slot %s -> job %s", row.name, slot.isoformat(), result.id)
+    return result.id
+
+
+def _envelope(row: Any, slot: datetime | None, job_id: str) -> Envelope:
+    meta = {"schedule": row.name}
+    if slot is not None:
+        meta["slot"] = slot.isoformat()
+    return Envelope(
+        id=job_id, task=row.task, args=list(row.args), kwargs=dict(row.kwargs), queue=row.queue,
+        priority=row.priority, meta=meta,
+    )
+
+
+def _record_slot(name: str, slot: datetime, job_id: str, now: datetime, holder: str, using: str) -> bool:
+    connection = _db.conn(using)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO boson_schedule_slot (schedule, slot_at, job_id, fired_at, holder) VALUES (%s, %s, %s, %s, %s) "
+            "ON CONFLICT (schedule, slot_at) DO NOTHING RETURNING id",
+            [name, _db.dt_param(connection, slot), job_id, _db.dt_param(connection, now), holder[:255]],
+        )
+        return cursor.fetchone() is not None
+
+
+def _relink_slot(name: str, slot: datetime, job_id: str, using: str) -> None:
+    from boson_django.models import ScheduleSlot
+
+    ScheduleSlot.objects.using(using).filter(schedule=name, slot_at=slot).update(job_id=job_id)
+
+
+def _wake(queue: str | None, using: str) -> None:
+    from boson_django.worker import notify
+
+    try:
+        notify.notify_at_commit([queue or "*"], using)
+    except DatabaseError:  # pragma: no cover -- a wake-up is only latency
+        log.debug("boson: NOTIFY after a schedule fired failed", exc_info=True)
+
+
+@_db.store_transaction
+def postpone(name: str, *, using: str | None = None) -> None:
+    """Move a schedule that failed to enqueue to its next slot after now."""
+    from boson_django.models import Schedule
+
+    row = Schedule.objects.using(using).select_for_update().filter(name=name).first()
+    if row is not None:
+        row.next_run_at = timing_of(row).next_after(clock.now(using))
+        row.save(using=using, update_fields=["next_run_at"])
+
+
+@_db.store_transaction
+def run_now(name: str, *, using: str | None = None) -> str:
+    """Enqueue the schedule's job at once (the admin's "run now"); slots are untouched.
+
+    Works on a disabled schedule too. Returns the job id (the live holder's id when the
+    task's own unique key is taken). Raises ``Schedule.DoesNotExist`` for an unknown name.
+    """
+    from boson_django.models import Schedule
+
+    row = Schedule.objects.using(using).select_for_update().get(name=name)
+    now = clock.now(using)
+    (result,) = enqueue([_envelope(row, None, ids.new_id())], using=using)
+    row.last_run_at, row.last_job_id = now, result.id
+    row.save(using=using, update_fields=["last_run_at", "last_job_id"])
+    _wake(row.queue, _db.alias(using))
+    log.info("boson: schedule %s run now -> job %s", name, result.id)
+    return result.id
+
+
+@_db.store_transaction
+def set_enabled(name: str, enabled: bool, *, using: str | None = None) -> bool:
+    """Enable or disable a schedule; returns False if it already was.
+
+    Enabling starts again from the next slot after now: slots that passed while it was
+    disabled were not missed, they were switched off.
+    """
+    from boson_django.models import Schedule
+
+    row = Schedule.objects.using(using).select_for_update().get(name=name)
+    if row.enabled == enabled:
+        return False
+    row.enabled = enabled
+    if enabled:
+        row.next_run_at = timing_of(row).next_after(clock.now(using))
+    row.save(using=using, update_fields=["enabled", "next_run_at"])
+    log.info("boson: schedule %s %s", name, "enabled" if enabled else "disabled")
+    return True
+
+
+def forget_sync() -> None:
+    """Make the next :func:`run_due` of this process sync again (tests, reloads)."""
+    _synced.clear()
