@@ -25,9 +25,9 @@ def table(jobs: dict[str, Any]) -> list[str]:
     grid: dict[str, Counter[str]] = {}
     for job in jobs.values():
         grid.setdefault(job.queue, Counter())[job.state] += 1
-    lines = ["queue".ljust(12) + "".join(SHORT.get(s, s).rjust(9) for s in STATES)]
+    lines = ["queue".ljust(12) + "".join(SHORT.get(s, s).rjust(11) for s in STATES)]
     for queue in sorted(grid):
-        lines.append(queue.ljust(12) + "".join(str(grid[queue][s] or "-").rjust(9) for s in STATES))
+        lines.append(queue.ljust(12) + "".join(str(grid[queue][s] or "-").rjust(11) for s in STATES))
     return lines
 
 
