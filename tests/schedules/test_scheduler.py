@@ -1,0 +1,170 @@
+"""The scheduler's service layer on the frozen store clock."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from boson_django import clock, services
+from boson_django.checks import check_settings
+from boson_django.models import Job, Schedule, ScheduleSlot
+from boson_django.schedules import run_due, run_now, set_enabled, sync_schedules
+from boson_django.schedules.scheduler import fire_slot, tick
+from boson_django.worker.sweeper import Sweeper
+from tests.conftest import EPOCH
+from tests.factories import ADD, NOOP
+
+MINUTE = timedelta(minutes=1)
+
+
+def _declare(settings, **schedules):
+    settings.BOSON = {**settings.BOSON, "SCHEDULES": schedules}
+
+
+def _jobs(name: str) -> list[Job]:
+    return list(Job.objects.filter(meta__schedule=name).order_by("enqueued_at", "id"))
+
+
+def _step_minutes(store_clock, minutes: int) -> None:
+    for _ in range(minutes):
+        store_clock.advance(60_000)
+        run_due()
+
+
+def test_sync_makes_one_row_per_declaration_and_keeps_the_operators_switch(settings, store_clock):
+    _declare(settings, tick={"task": NOOP, "cron": "*/5 * * * *", "args": []})
+    sync_schedules()
+    row = Schedule.objects.get(name="tick")
+    assert (row.task, row.cron, row.source, row.enabled, row.declared) == (NOOP, "*/5 * * * *", "settings", True, True)
+    assert row.next_run_at == EPOCH + 5 * MINUTE
+    set_enabled("tick", False)
+    _declare(settings, tick={"task": NOOP, "cron": "*/10 * * * *"})
+    assert sync_schedules() == 1
+    row.refresh_from_db()
+    assert (row.cron, row.enabled, row.next_run_at) == ("*/10 * * * *", False, EPOCH + 10 * MINUTE)
+    _declare(settings)
+    sync_schedules()
+    row.refresh_from_db()
+    assert row.declared is False, "kept for its history, never fires"
+    assert sync_schedules() == 0
+
+
+def test_schedules_declared_next_to_the_task(settings, store_clock):
+    import tests.schedules.tasks  # noqa: F401 -- registers the tasks and their schedules
+
+    settings.BOSON = {**settings.BOSON, "TASK_MODULES": [*settings.BOSON["TASK_MODULES"], "tests.schedules.tasks"]}
+    sync_schedules()
+    rows = {r.name: r for r in Schedule.objects.filter(source="code")}
+    assert set(rows) == {"tests.schedules.tasks.nightly", "report-eu", "report-us"}
+    assert rows["report-eu"].timezone == "Europe/Paris" and rows["report-eu"].args == ["eu"]
+    assert rows["report-us"].every_ms == 600_000 and rows["report-us"].queue == "reports"
+    _step_minutes(store_clock, 30)
+    assert [j.args for j in _jobs("report-eu")] == [["eu"], ["eu"]]
+    assert {j.queue for j in _jobs("report-us")} == {"reports"} and len(_jobs("report-us")) == 3
+
+
+def test_each_due_slot_is_enqueued_once_with_its_slot_in_meta(settings, store_clock):
+    _declare(settings, minutely={"task": ADD, "cron": "* * * * *", "args": [1, 2]})
+    sync_schedules()
+    _step_minutes(store_clock, 3)
+    run_due()
+    jobs = _jobs("minutely")
+    assert [j.meta["slot"] for j in jobs] == [(EPOCH + i * MINUTE).isoformat() for i in (1, 2, 3)]
+    assert {(j.task, tuple(j.args), j.state) for j in jobs} == {(ADD, (1, 2), "available")}
+    row = Schedule.objects.get(name="minutely")
+    assert (row.last_slot_at, row.last_job_id, row.next_run_at) == (EPOCH + 3 * MINUTE, jobs[-1].id, EPOCH + 4 * MINUTE)
+
+
+def test_a_stale_scheduler_cannot_enqueue_a_slot_twice(settings, store_clock):
+    """A leader that read the schedule, paused past its duty lease, and then fires the slot
+    another worker already fired: the (schedule, slot) unique key refuses it."""
+    _declare(settings, minutely={"task": NOOP, "cron": "* * * * *"})
+    sync_schedules()
+    stale_row = Schedule.objects.get(name="minutely")  # read before the pause
+    store_clock.advance(60_000)
+    assert len(tick("minutely", holder="new-leader")) == 1
+    assert fire_slot(stale_row, EPOCH + MINUTE, now=clock.now(), using="default", holder="old-leader") is None
+    assert len(_jobs("minutely")) == 1
+    assert list(ScheduleSlot.objects.values_list("holder", flat=True)) == ["new-leader"]
+    assert tick("minutely", holder="old-leader") == [], "not due again until the next slot"
+
+
+@pytest.mark.parametrize("missed, fired_slots, skipped", [("run_once", [59], 58), ("skip", [], 59)])
+def test_after_downtime_missed_slots_follow_the_schedules_policy(settings, store_clock, missed, fired_slots, skipped):
+    _declare(settings, m={"task": NOOP, "cron": "* * * * *", "missed": missed, "grace_ms": 10_000})
+    sync_schedules()
+    store_clock.advance(60 * 60_000 - 30_000)  # down until 00:59:30: slots 00:01..00:59 are late
+    run_due()
+    assert [j.meta["slot"] for j in _jobs("m")] == [(EPOCH + i * MINUTE).isoformat() for i in fired_slots]
+    assert Schedule.objects.get(name="m").skipped_slots == skipped
+    store_clock.advance(30_000)
+    run_due()
+    assert len(_jobs("m")) == len(fired_slots) + 1, "back on time at 01:00"
+
+
+def test_dst_in_paris_through_the_scheduler(settings, store_clock):
+    """Fall back (2030-10-27): the fixed-time 02:30 runs once, the half-hourly runs in both 02:xx hours."""
+    store_clock.freeze(datetime(2030, 10, 26, 23, 0, tzinfo=timezone.utc))  # 01:00 CEST
+    _declare(settings,
+             fixed={"task": NOOP, "cron": "30 2 * * *", "timezone": "Europe/Paris"},
+             half={"task": NOOP, "cron": "*/30 * * * *", "timezone": "Europe/Paris"})
+    _step_minutes(store_clock, 4 * 60)  # to 03:00 UTC = 04:00 CET
+    assert [j.meta["slot"] for j in _jobs("fixed")] == ["2030-10-27T00:30:00+00:00"]
+    assert len(_jobs("half")) == 8, "01:30 CEST .. 04:00 CET is eight half-hours, 02:00 and 02:30 twice"
+
+
+def test_run_now_enqueues_through_the_services_without_touching_slots(settings, store_clock):
+    _declare(settings, daily={"task": ADD, "cron": "0 3 * * *", "args": [2, 3]})
+    sync_schedules()
+    set_enabled("daily", False)
+    job_id = run_now("daily")
+    envelope, state = services.job_state(job_id)
+    assert (envelope.task, envelope.args, envelope.meta, state) == (ADD, [2, 3], {"schedule": "daily"}, "available")
+    row = Schedule.objects.get(name="daily")
+    assert (row.last_job_id, row.last_run_at, row.last_slot_at) == (job_id, EPOCH, None)
+    assert not ScheduleSlot.objects.exists()
+    with pytest.raises(Schedule.DoesNotExist):
+        run_now("nope")
+
+
+def test_enabling_starts_from_the_next_slot_not_the_ones_switched_off(settings, store_clock):
+    _declare(settings, minutely={"task": NOOP, "cron": "* * * * *"})
+    sync_schedules()
+    assert set_enabled("minutely", False) is True and set_enabled("minutely", False) is False
+    _step_minutes(store_clock, 30)
+    set_enabled("minutely", True)
+    assert Schedule.objects.get(name="minutely").next_run_at == EPOCH + 31 * MINUTE
+    _step_minutes(store_clock, 1)
+    assert len(_jobs("minutely")) == 1
+
+
+def test_a_schedule_whose_task_is_gone_is_postponed_and_others_still_fire(settings, store_clock):
+    _declare(settings, good={"task": NOOP, "cron": "* * * * *"}, bad={"task": NOOP, "cron": "* * * * *"})
+    run_due()  # the worker's first pass syncs the declarations
+    Schedule.objects.filter(name="bad").update(task="tests.testapp.tasks.vanished")
+    _step_minutes(store_clock, 2)
+    assert len(_jobs("good")) == 2 and _jobs("bad") == []
+    assert Schedule.objects.get(name="bad").next_run_at == EPOCH + 3 * MINUTE
+
+
+def test_the_workers_sweeper_runs_the_scheduler_under_its_duty(settings, store_clock):
+    _declare(settings, minutely={"task": NOOP, "cron": "* * * * *"})
+    sweeper = Sweeper("w-1", "default", interval_ms=1_000, batch=100)
+    assert sweeper.run()["boson.schedule"] == 0  # syncs, nothing due yet
+    store_clock.advance(60_000)
+    assert sweeper.run()["boson.schedule"] == 1
+    assert Sweeper("w-2", "default", interval_ms=1_000, batch=100).run()["boson.schedule"] is None
+    assert len(_jobs("minutely")) == 1
+
+
+@pytest.mark.parametrize("entry, message", [
+    ({"cron": "* * * * *"}, "needs a 'task'"),
+    ({"task": NOOP, "cron": "99 * * * *"}, "Bad minute"),
+    ({"task": NOOP, "cron": "* * * * *", "every_minute": True}, "unknown keys: every_minute"),
+    ({"task": "no.such.task", "cron": "* * * * *"}, "not a registered task"),
+])
+def test_checks_report_a_bad_schedule_setting(settings, entry, message):
+    _declare(settings, s=entry)
+    (error,) = [e for e in check_settings() if e.id == "boson.E002"]
+    assert "BOSON['SCHEDULES']" in error.msg and message in error.msg
