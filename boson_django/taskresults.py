@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from boson_django import registry
@@ -63,6 +64,30 @@ def build_result(job_id: str, backend_alias: str, *, using: str) -> Any | None:
     if job.state == JobState.COMPLETED.value:
         data = JobData.objects.using(using).filter(job_id=job_id, kind=JobData.Kind.RESULT).values_list("data", flat=True).first()
         object.__setattr__(result, "_return_value", data)
+    return result
+
+
+def running_result(unit: Any, worker_id: str, backend_alias: str) -> Any | None:
+    """The RUNNING TaskResult of a job at its first admission, from the admission unit
+    alone (no query): what :func:`build_result` reads then -- no earlier runs, so no
+    errors, and this worker as the only one. ``None`` if the unit has no history flag."""
+    if not unit.first_run or unit.enqueued_at is None:
+        return None
+    env = unit.envelope
+    return TaskResult(
+        task=registry.get(env.task) or _placeholder(env.task), id=env.id, status=TaskResultStatus.RUNNING,
+        enqueued_at=unit.enqueued_at, started_at=unit.started_at, finished_at=None,
+        last_attempted_at=unit.attempted_at, args=env.args, kwargs=env.kwargs, backend=backend_alias,
+        errors=[], worker_ids=[worker_id],
+    )
+
+
+def completed_result(started: Any, finished_at: Any, return_value: Any) -> Any:
+    """The stored result of a first-run job its worker acked SUCCESS (completed, kept), built
+    from its :func:`running_result` -- equal to what :func:`build_result` reads after the ack."""
+    result = replace(started, status=TaskResultStatus.SUCCESSFUL, finished_at=finished_at,
+                     errors=[], worker_ids=list(started.worker_ids))
+    object.__setattr__(result, "_return_value", return_value)
     return result
 
 

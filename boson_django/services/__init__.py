@@ -4,6 +4,7 @@ Every function here is one short transaction on the ``using`` database alias (de
 ``BOSON["DATABASE"]``), joining the caller's transaction when one is open.
 """
 
+from boson_django.services.ack_batch import AckReply, AckRequest, ack_many
 from boson_django.services.acks import ack
 from boson_django.services.admission import admit
 from boson_django.services.buckets import bucket_tokens, set_rate_limit
@@ -25,7 +26,7 @@ from boson_django.services.types import (
 from boson_django.states import JobState, Outcome
 
 __all__ = [
-    "AdmissionUnit", "AttemptRecord", "EnqueueResult", "Envelope", "JobInfo", "JobOutput",
+    "AckReply", "AckRequest", "ack_many", "AdmissionUnit", "AttemptRecord", "EnqueueResult", "Envelope", "JobInfo", "JobOutput",
     "JobProgress", "JobResult", "JobState", "LeaseRef", "Outcome", "Reclaimed", "RunInfo",
     "ack", "admit", "all_enqueued", "bucket_tokens", "cancel", "checkpoint", "claim_duty",
     "count_runs_since", "counts", "enqueue", "find_problems", "Problem", "errors", "evict_retained", "get_output", "get_progress",

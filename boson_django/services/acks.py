@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -26,6 +27,35 @@ def _as_outcome(outcome: Any) -> Outcome:
     return parsed
 
 
+@dataclass(frozen=True)
+class Checked:
+    """An ack's arguments, validated (what :func:`check` returns)."""
+
+    outcome: Outcome
+    delay: int | None
+    weight: float | None
+    logs: Sequence[str]
+    result: Any
+    error: str | None
+
+
+def check(
+    outcome: Any, error: Any, delay_ms: Any, logs: Any, actual_weight: Any, result: Any
+) -> Checked:
+    """Validate an ack's arguments; ``InvalidEnvelope`` names the bad one."""
+    parsed = _as_outcome(outcome)
+    delay = validation.delay(delay_ms, required_positive=parsed is Outcome.SNOOZE)
+    weight = None if actual_weight is None else validation.amount(actual_weight, "actual_weight")
+    if not isinstance(logs, (list, tuple)) or not all(isinstance(x, str) for x in logs):
+        raise InvalidEnvelope("logs", "must be a sequence of strings")
+    if result is not None:
+        validation.json_text(result, "result")
+    if error is not None and not isinstance(error, str):
+        raise InvalidEnvelope("error", f"must be a string, got {type(error).__name__}")
+    error = None if error is None else validation.storable_text(error)
+    return Checked(parsed, delay, weight, logs, result, error)
+
+
 @_db.store_transaction
 def ack(
     lease: Any,
@@ -43,32 +73,28 @@ def ack(
     Locks the job row; accepts only a held lease (``running``, same fence, unexpired),
     otherwise raises ``LeaseRejected`` and writes nothing. ``actual_weight`` corrects the
     admission charge in the same transaction. Not idempotent: a second ack of the same
-    lease is rejected, because the first one ended it.
+    lease is rejected, because the first one ended it. Many acks at once:
+    :func:`boson_django.services.ack_many`.
     """
-    parsed = _as_outcome(outcome)
-    delay = validation.delay(delay_ms, required_positive=parsed is Outcome.SNOOZE)
-    weight = None if actual_weight is None else validation.amount(actual_weight, "actual_weight")
-    if not isinstance(logs, (list, tuple)) or not all(isinstance(x, str) for x in logs):
-        raise InvalidEnvelope("logs", "must be a sequence of strings")
-    if result is not None:
-        validation.json_text(result, "result")
-    if error is not None and not isinstance(error, str):
-        raise InvalidEnvelope("error", f"must be a string, got {type(error).__name__}")
-    error = None if error is None else validation.storable_text(error)
+    checked = check(outcome, error, delay_ms, logs, actual_weight, result)
     assert using is not None
     now = clock.now(using)
-    job = leases.hold(lease, now, using)
-    job.charged_weight = buckets.reconcile(using, now, job.rate_class, job.charged_weight, weight)
-    spent = job.attempt + (1 if parsed in ATTEMPT_SPENDING else 0)
-    throughput.count_finish(job, parsed, spent, now, using)
-    step = _STEPS[parsed]
-    state = step(job, spent, now, delay, error or "", using)
-    assert ends_in(JobState.RUNNING, parsed, state), (parsed, state)
-    _close(job, parsed, state, error or "", logs, now, using)
+    return apply(leases.hold(lease, now, using), checked, now, using)
+
+
+def apply(job: Job, ok: Checked, now: datetime, using: str) -> str | None:
+    """The transition of a held, locked job (the caller checked the lease)."""
+    job.charged_weight = buckets.reconcile(using, now, job.rate_class, job.charged_weight, ok.weight)
+    spent = job.attempt + (1 if ok.outcome in ATTEMPT_SPENDING else 0)
+    throughput.count_finish(job, ok.outcome, spent, now, using)
+    step = _STEPS[ok.outcome]
+    state = step(job, spent, now, ok.delay, ok.error or "", using)
+    assert ends_in(JobState.RUNNING, ok.outcome, state), (ok.outcome, state)
+    _close(job, ok.outcome, state, ok.error or "", ok.logs, now, using)
     if state is not None:
-        if result is not None and state == JobState.COMPLETED:
-            leases.put_data(job, JobData.Kind.RESULT, result, now, using)
-        _save(job, state, spent, now, error)
+        if ok.result is not None and state == JobState.COMPLETED:
+            leases.put_data(job, JobData.Kind.RESULT, ok.result, now, using)
+        _save(job, state, spent, now, ok.error)
     return None if state is None else state.value
 
 

@@ -19,6 +19,11 @@ from boson_django.services.jobrows import JOB_COLUMNS, envelope_from_row
 from boson_django.services.types import AdmissionUnit, LeaseRef
 
 MAX_ROUNDS = 3
+#: Returned with each claimed row besides the envelope: times, and whether the job had runs.
+_EXTRA = (
+    "enqueued_at, started_at, attempted_at, "
+    "NOT EXISTS (SELECT 1 FROM boson_run r WHERE r.job_id = boson_job.id) AS first_run"
+)
 
 
 class _ActiveLimits:
@@ -204,7 +209,7 @@ def _claim(
         f"lease_expires_at = CASE id {' '.join(expiry_cases)} END, "
         f"charged_weight = CASE id {' '.join(charge_cases)} END, "
         "started_at = COALESCE(started_at, %s), attempted_at = %s "
-        f"WHERE state = 'available' AND id IN ({_db.placeholders(ids)}) RETURNING {JOB_COLUMNS}"
+        f"WHERE state = 'available' AND id IN ({_db.placeholders(ids)}) RETURNING {JOB_COLUMNS}, {_EXTRA}"
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, [worker_id, *params_e, *params_c, stamp, stamp, *ids])
@@ -222,5 +227,9 @@ def _unit(row: dict[str, Any]) -> AdmissionUnit:
         crash_attempt=row["crash_attempt"],
         checkpoint=_db.from_json(row["checkpoint"]),
         lease_expires_at=_db.dt_value(row["lease_expires_at"]),  # type: ignore[arg-type]
+        enqueued_at=_db.dt_value(row["enqueued_at"]),
+        started_at=_db.dt_value(row["started_at"]),
+        attempted_at=_db.dt_value(row["attempted_at"]),
+        first_run=bool(row["first_run"]),
     )
 

@@ -57,6 +57,26 @@ def count_finish(job: Any, outcome: Outcome, spent: int, now: datetime, using: s
         cursor.execute(_UPSERT, [minute, job.queue, kind, wait_bucket(wait_ms), random.randrange(SHARDS)])
 
 
+def count_many(rows: list[tuple[str, str, int, int]], now: datetime, shard: int, using: str) -> None:
+    """Count many finished attempts at once: ``(queue, outcome, wait_bucket, n)`` rows with
+    distinct keys, one upsert (the batched acks of :mod:`boson_django.services.ack_batch`)."""
+    if not rows:
+        return
+    connection = _db.conn(using)
+    minute = _db.dt_param(connection, now.replace(second=0, microsecond=0))
+    params: list[Any] = []
+    for queue, kind, bucket, n in rows:
+        params += [minute, queue, kind, bucket, shard, n]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO boson_throughput_minute (minute, queue, outcome, wait_bucket, shard, count) "
+            f"VALUES {', '.join(['(%s, %s, %s, %s, %s, %s)'] * len(rows))} "
+            "ON CONFLICT (minute, queue, outcome, wait_bucket, shard) "
+            "DO UPDATE SET count = boson_throughput_minute.count + excluded.count",
+            params,
+        )
+
+
 @_db.store_transaction
 def prune_throughput(before: datetime | None = None, *, using: str | None = None) -> int:
     """Delete counter rows older than ``before`` (default: two days before store time)."""

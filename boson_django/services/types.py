@@ -52,6 +52,13 @@ class AdmissionUnit:
     crash_attempt: int
     checkpoint: Any
     lease_expires_at: datetime
+    #: When the job was enqueued, first started and admitted this time (store clock).
+    enqueued_at: datetime | None = None
+    started_at: datetime | None = None
+    attempted_at: datetime | None = None
+    #: True when this admission opened the job's first run (no history before it), so
+    #: its Django TaskResult can be built from this unit alone.
+    first_run: bool = False
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from django.db import close_old_connections
 from boson_django import registry
 from boson_django.compat import Task, task_backends, task_started
 from boson_django.states import Outcome
-from boson_django.taskresults import build_result
+from boson_django.taskresults import build_result, running_result
 from boson_django.worker import logcapture
 from boson_django.worker.attempt import Attempt
 from boson_django.worker.context import BosonContext
@@ -53,7 +53,9 @@ def is_async(task: Any) -> bool:
 
 def _started(attempt: Attempt, task: Any) -> tuple[Any, list[Any]]:
     """Build the RUNNING TaskResult, send ``task_started`` and the call's arguments."""
-    result = build_result(attempt.job_id, task.backend, using=attempt.using)
+    result = running_result(attempt.unit, attempt.worker_id, task.backend)
+    if result is None:  # the job has history (earlier runs): read it from the store
+        result = build_result(attempt.job_id, task.backend, using=attempt.using)
     attempt.started_result = result
     if result is not None:
         task_started.send(type(task_backends[task.backend]), task_result=result)

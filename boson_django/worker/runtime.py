@@ -25,6 +25,8 @@ from boson_django.errors import LeaseRejected
 from boson_django.services import _db
 from boson_django.worker import logcapture
 from boson_django.worker.attempt import Attempt
+from boson_django.states import Outcome
+from boson_django.worker.completer import complete
 from boson_django.worker.delivery import deliver
 from boson_django.worker.executor import Executor, finish_of
 from boson_django.worker.heartbeat import Heartbeat
@@ -177,9 +179,21 @@ class Worker:
         return [a for a in self.running.values() if not a.settled]
 
     def _collect(self) -> None:
+        """Ack every attempt that finished: one transaction for all of them (the completer);
+        an attempt with in-ack effects gets its own. Removed from ``running`` once acked, so
+        a database error leaves the rest to be acked again next tick."""
+        batch = []
         for attempt in [a for a in self.running.values() if a.future is not None and a.future.done()]:
-            deliver(attempt, finish_of(attempt.future, attempt))  # type: ignore[arg-type]
-            del self.running[attempt.job_id]
+            finish = finish_of(attempt.future, attempt)  # type: ignore[arg-type]
+            if getattr(attempt, "effects", None) and finish.outcome is Outcome.SUCCESS:
+                deliver(attempt, finish)
+                del self.running[attempt.job_id]
+            else:
+                batch.append((attempt, finish))
+        if batch:
+            complete(batch, self.using)
+            for attempt, _ in batch:
+                del self.running[attempt.job_id]
 
     def _admit(self, executor: Executor) -> tuple[int, int]:
         free = self.concurrency - len(self.running)

@@ -1,0 +1,198 @@
+"""ack_many: many fenced acks in one transaction, each still fenced and applied on its own.
+
+A worker finishing jobs quickly pays one commit per ack with :func:`ack`; ``ack_many``
+pays one for the batch. Every ack in the batch is checked exactly as :func:`ack` checks
+it -- same validation, and the job row locked and required to be ``running`` with the
+caller's fence and an unexpired lease on the store clock -- and is applied, or refused
+with ``LeaseRejected``, independently of the others: a stale lease in the batch changes
+nothing and does not stop the rest. The common case (SUCCESS with no weight correction,
+error or log lines) is written with a bounded number of statements for the whole batch;
+every other ack goes through the same transition code as :func:`ack`.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from boson_django import clock, conf
+from boson_django.errors import InvalidEnvelope, LeaseRejected, StoreError
+from boson_django.models import Job
+from boson_django.services import _db, acks, leases, throughput
+from boson_django.services.types import LeaseRef
+from boson_django.states import JobState, Outcome
+
+
+@dataclass(frozen=True)
+class AckRequest:
+    """One ack of a batch: the arguments :func:`boson_django.services.ack` takes."""
+
+    lease: Any
+    outcome: Outcome | str
+    error: str | None = None
+    delay_ms: int | float | None = None
+    logs: Sequence[str] = ()
+    actual_weight: float | None = None
+    result: Any = None
+
+
+@dataclass(frozen=True)
+class AckReply:
+    """What happened to one ack: the new ``state`` (None: deleted) at store time ``at``,
+    or the ``error`` (``LeaseRejected``, ``InvalidEnvelope``) that refused it."""
+
+    lease: LeaseRef | None
+    state: str | None = None
+    at: datetime | None = None
+    error: StoreError | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@_db.store_transaction
+def ack_many(requests: Sequence[AckRequest], *, using: str | None = None) -> list[AckReply]:
+    """Apply many acks in one transaction; one reply per request, in order.
+
+    Locks the batch's job rows (PostgreSQL: ``FOR UPDATE`` in id order). Each ack is
+    validated and fenced on its own: a bad one gets ``InvalidEnvelope``, a lease no longer
+    held (stale fence, not running, expired, acked twice in the batch) gets
+    ``LeaseRejected`` in its reply, and neither changes anything nor affects the others.
+    Not idempotent, like :func:`ack`.
+    """
+    assert using is not None
+    replies: list[AckReply | None] = [None] * len(requests)
+    checked: dict[int, tuple[LeaseRef, acks.Checked]] = {}
+    for i, req in enumerate(requests):
+        try:
+            ref = leases.as_lease(req.lease)
+            checked[i] = (ref, acks.check(req.outcome, req.error, req.delay_ms, req.logs, req.actual_weight, req.result))
+        except InvalidEnvelope as exc:
+            replies[i] = AckReply(None, error=exc)
+    if not checked:
+        return replies  # type: ignore[return-value]
+    now = clock.now(using)
+    jobs = _lock({ref.job_id for ref, _ in checked.values()}, using)
+    fast: list[tuple[int, Job, acks.Checked]] = []
+    seen: set[str] = set()
+    for i, (ref, ok) in checked.items():
+        job = jobs.get(ref.job_id)
+        why = _refusal(ref, job, now, seen)
+        if why is not None:
+            replies[i] = AckReply(ref, error=LeaseRejected(why))
+            continue
+        seen.add(ref.job_id)
+        assert job is not None
+        if _is_plain_success(job, ok):
+            fast.append((i, job, ok))
+        else:
+            replies[i] = AckReply(ref, state=acks.apply(job, ok, now, using), at=now)
+    _complete_all(fast, now, using)
+    for i, job, _ in fast:
+        replies[i] = AckReply(checked[i][0], state=None if job.retention_ms == 0 else JobState.COMPLETED.value, at=now)
+    return replies  # type: ignore[return-value]
+
+
+def _lock(ids: set[str], using: str) -> dict[str, Job]:
+    rows = Job.objects.using(using).filter(id__in=sorted(ids)).order_by("id").defer("args", "kwargs", "meta", "checkpoint")
+    if _db.is_postgres(_db.conn(using)):
+        rows = rows.select_for_update()
+    return {job.id: job for job in rows}
+
+
+def _refusal(ref: LeaseRef, job: Job | None, now: datetime, seen: set[str]) -> str | None:
+    """Why this lease may not write (the same rule as ``leases.hold``), or None."""
+    if ref.job_id in seen:
+        return f"job {ref.job_id}: acked twice in one batch; the first ack ended the lease"
+    if job is None:
+        return f"job {ref.job_id} no longer exists"
+    if job.fence != ref.fence:
+        return f"job {ref.job_id}: fence {ref.fence} is stale (current fence {job.fence})"
+    if job.state != JobState.RUNNING.value:
+        return f"job {ref.job_id} is {job.state}, not running"
+    if job.lease_expires_at is None or job.lease_expires_at <= now:
+        return f"job {ref.job_id}: lease expired at {job.lease_expires_at} (store time {now})"
+    return None
+
+
+def _is_plain_success(job: Job, ok: acks.Checked) -> bool:
+    """A SUCCESS that needs no per-job transition code: batched."""
+    return (
+        ok.outcome is Outcome.SUCCESS and not ok.logs and not ok.error
+        and (ok.weight is None or not job.rate_class)
+    )
+
+
+def _complete_all(done: list[tuple[int, Job, acks.Checked]], now: datetime, using: str) -> None:
+    """running -> completed (or deleted at retention 0) for the batch: counters, results,
+    runs and rows, a fixed number of statements whatever the batch size."""
+    if not done:
+        return
+    _count(done, now, using)
+    deleted = [job.id for _, job, _ in done if job.retention_ms == 0]
+    acks.delete_jobs(deleted, using)
+    kept = [(job, ok) for _, job, ok in done if job.retention_ms != 0]
+    if not kept:
+        return
+    _put_results([(job, ok.result) for job, ok in kept if ok.result is not None], now, using)
+    connection = _db.conn(using)
+    stamp = _db.dt_param(connection, now)
+    default_ms = conf.get().RETENTION_MS
+    cases, params, ids, pairs = [], [], [], []
+    for job, _ in kept:
+        keep_ms = job.retention_ms if job.retention_ms is not None else default_ms
+        cases.append("WHEN %s THEN %s")
+        params += [job.id, _db.dt_param(connection, now + timedelta(milliseconds=keep_ms))]
+        ids.append(job.id)
+        pairs += [job.id, job.fence]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE boson_job SET state = 'completed', attempt = attempt + 1, lease_holder = NULL, "
+            f"lease_expires_at = NULL, finalized_at = %s, expires_at = CASE id {' '.join(cases)} END "
+            f"WHERE state = 'running' AND id IN ({_db.placeholders(ids)})",
+            [stamp, *params, *ids],
+        )
+        assert cursor.rowcount == len(ids), "locked rows changed under the lock"
+        values = ", ".join(["(%s, %s)"] * len(kept))
+        cursor.execute(
+            f"UPDATE boson_run SET finished_at = %s, outcome = 'success', error = '', logs = %s{_db.json_cast(connection)}, "
+            f"recorded = FALSE WHERE finished_at IS NULL AND (job_id, fence) IN (VALUES {values})",
+            [stamp, "[]", *pairs],
+        )
+
+
+def _count(done: list[tuple[int, Job, acks.Checked]], now: datetime, using: str) -> None:
+    """The throughput counters of the batch: one upsert, one row per distinct key."""
+    keys: Counter[tuple[str, int]] = Counter()
+    for _, job, _ in done:
+        admitted = job.attempted_at or now
+        wait_ms = (admitted - job.run_at).total_seconds() * 1000 if job.run_at else 0.0
+        keys[(job.queue, throughput.wait_bucket(wait_ms))] += 1
+    throughput.count_many(
+        [(queue, "completed", bucket, n) for (queue, bucket), n in sorted(keys.items())],
+        now, random.randrange(throughput.SHARDS), using,
+    )
+
+
+def _put_results(results: list[tuple[Job, Any]], now: datetime, using: str) -> None:
+    """Upsert the batch's results (one statement), stamped with attempt and fence."""
+    if not results:
+        return
+    connection = _db.conn(using)
+    cast, stamp = _db.json_cast(connection), _db.dt_param(connection, now)
+    row = f"(%s, 'result', %s, %s, %s, %s{cast})"
+    params: list[Any] = []
+    for job, data in results:
+        params += [job.id, job.attempt + 1, job.fence, stamp, _db.to_json(data)]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO boson_job_data (job_id, kind, attempt, fence, at, data) VALUES {', '.join([row] * len(results))} "
+            "ON CONFLICT (job_id, kind) DO UPDATE SET attempt = excluded.attempt, fence = excluded.fence, "
+            "at = excluded.at, data = excluded.data",
+            params,
+        )
