@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from boson_django import clock, conf
+from boson_django import clock, conf, transitions
 from boson_django.errors import InvalidEnvelope, LeaseRejected, StoreError
 from boson_django.models import Job
 from boson_django.services import _db, acks, leases, throughput
@@ -134,6 +134,7 @@ def _complete_all(done: list[tuple[int, Job, acks.Checked]], now: datetime, usin
     if not done:
         return
     _count(done, now, using)
+    transitions.acked([(job, ok.outcome, None if job.retention_ms == 0 else "completed") for _, job, ok in done], now, using)
     deleted = [job.id for _, job, _ in done if job.retention_ms == 0]
     acks.delete_jobs(deleted, using)
     kept = [(job, ok) for _, job, ok in done if job.retention_ms != 0]

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from boson_django import clock, conf, policies, validation
+from boson_django import clock, conf, policies, transitions, validation
 from boson_django.errors import InvalidEnvelope
 from boson_django.models import Job, JobData
 from boson_django.services import _db, buckets, history, leases, throughput
@@ -95,6 +95,7 @@ def apply(job: Job, ok: Checked, now: datetime, using: str) -> str | None:
         if ok.result is not None and state == JobState.COMPLETED:
             leases.put_data(job, JobData.Kind.RESULT, ok.result, now, using)
         _save(job, state, spent, now, ok.error)
+    transitions.acked([(job, ok.outcome, state)], now, using)
     return None if state is None else state.value
 
 

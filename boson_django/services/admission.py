@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from boson_django import clock, validation
+from boson_django import clock, transitions, validation
 from boson_django.models import Queue
 from boson_django.services import _db, history
 from boson_django.services.buckets import Buckets
@@ -124,7 +124,9 @@ def admit(
         return []
     rows = _claim(using, picked, worker_id, now, lease_ms, buckets)
     history.open_runs(rows, worker_id, now, using)
-    return [_unit(row) for row in rows]
+    units = [_unit(row) for row in rows]
+    transitions.admitted(units, now, using)
+    return units
 
 
 def _pick(

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from boson_django import clock, validation
+from boson_django import clock, transitions, validation
 from boson_django.errors import UnknownJob
 from boson_django.models import Job, QuarantinedFingerprint, Queue
 from boson_django.services import _db, acks, buckets, history
@@ -49,6 +49,7 @@ def cancel(job_id: str, *, using: str | None = None) -> bool:
     job.save(update_fields=[
         "state", "last_error", "lease_holder", "lease_expires_at", "charged_weight", "finalized_at", "expires_at",
     ])
+    transitions.controlled("cancelled", [job], using, outcome="lease_revoked" if was_running else None)
     return True
 
 
@@ -74,6 +75,7 @@ def retry(job_id: str, *, using: str | None = None) -> bool:
     except IntegrityError:
         return False  # a newer live job holds its unique_key: retrying would duplicate it
     history.record(job, outcome="retried", error="retried by operator", now=now, using=using)
+    transitions.controlled("retried", [job], using)
     return True
 
 
@@ -98,6 +100,7 @@ def release_quarantined(job_id: str, *, using: str | None = None) -> bool:
         history.record(each, outcome="unquarantined", error="released by operator", now=now, using=using)
         each.crash_attempt = 0  # the release row resets the crash count; operator retry keeps it
         _make_available(each, now)
+    transitions.controlled("unquarantined", parked, using)
     return True
 
 

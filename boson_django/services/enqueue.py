@@ -9,7 +9,7 @@ from typing import Any
 
 from django.db import IntegrityError
 
-from boson_django import clock, conf, ids, policies, registry, validation
+from boson_django import clock, conf, ids, policies, registry, transitions, validation
 from boson_django.errors import DuplicateJobId, InvalidEnvelope
 from boson_django.models import QuarantinedFingerprint
 from boson_django.services import _db, config, history
@@ -67,6 +67,7 @@ def _enqueue(batch: list[Envelope], *, unique: bool, using: str) -> list[Enqueue
     _ensure_queues({row.values["queue"] for row in rows}, connection)
     results = _insert_all(rows, connection)
     _record_parked(rows, results, parked, now, using)
+    transitions.enqueued([row.values for row in rows], results, using)
     return results
 
 

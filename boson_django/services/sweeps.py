@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from boson_django import clock, policies, validation
+from boson_django import clock, policies, transitions, validation
 from boson_django.models import QuarantinedFingerprint
 from boson_django.services import _db, acks, history
 from boson_django.services.types import Reclaimed
@@ -34,9 +34,11 @@ def promote_due(limit: int = 1000, *, using: str | None = None) -> int:
     assert using is not None
     connection = _db.conn(using)
     now = _db.dt_param(connection, clock.now(using))
-    due = [r["id"] for r in _pick(using, f"state IN ({_PENDING_SQL}) AND run_at <= %s", "run_at", [now], limit)]
+    picked = _pick(using, f"state IN ({_PENDING_SQL}) AND run_at <= %s", "run_at", [now], limit, "id, queue, task, fence")
+    due = [r["id"] for r in picked]
     if not due:
         return 0
+    transitions.swept("promoted", picked, using, state="available")
     with connection.cursor() as cursor:
         cursor.execute(
             f"UPDATE boson_job SET state = 'available' WHERE state IN ({_PENDING_SQL}) "
@@ -60,7 +62,7 @@ def reclaim_expired(limit: int = 1000, *, using: str | None = None) -> list[Recl
     rows = _pick(
         using, "state = 'running' AND lease_expires_at <= %s", "lease_expires_at",
         [_db.dt_param(connection, now)], limit,
-        columns="id, task, fence, crash_attempt, crash_limit, fingerprint, lease_holder",
+        columns="id, task, queue, fence, crash_attempt, crash_limit, fingerprint, lease_holder",
     )
     if not rows:
         return []
@@ -74,6 +76,7 @@ def reclaim_expired(limit: int = 1000, *, using: str | None = None) -> list[Recl
         error="boson_django.errors.LeaseLost: lease expired: the worker stopped renewing (crash, kill or stall)", now=now, using=using,
     )
     _register_fingerprints([r for r in rows if _reclaim_target(r) is JobState.QUARANTINED], now, using)
+    transitions.swept("reclaimed", [{**r, "to": _reclaim_target(r).value} for r in rows], using, state=None, outcome="lease_lost")
     return out
 
 
@@ -114,5 +117,6 @@ def evict_retained(limit: int = 1000, *, using: str | None = None) -> int:
     assert using is not None
     connection = _db.conn(using)
     now = _db.dt_param(connection, clock.now(using))
-    gone = [r["id"] for r in _pick(using, f"state IN ({_TERMINAL_SQL}) AND expires_at <= %s", "expires_at", [now], limit)]
-    return acks.delete_jobs(gone, using)
+    picked = _pick(using, f"state IN ({_TERMINAL_SQL}) AND expires_at <= %s", "expires_at", [now], limit, "id, queue, task, fence")
+    transitions.swept("evicted", picked, using, state=None)
+    return acks.delete_jobs([r["id"] for r in picked], using)
