@@ -12,11 +12,34 @@ def workers(tmp_path):
     """Start workers with ``workers(name, *args)``; any still alive are killed at the end."""
     started: list[Worker] = []
 
-    def start(name: str, *args: str, env=None) -> Worker:
-        worker = Worker(tmp_path, name, *args, env=env)
+    def start(name: str, *args: str, env=None, default_id: bool = False) -> Worker:
+        worker = Worker(tmp_path, name, *args, env=env, default_id=default_id)
         started.append(worker)
         return worker
 
     yield start
     for worker in started:
         worker.cleanup()
+
+
+def pytest_terminal_summary(terminalreporter):
+    from tests.faults.support import SEED
+
+    terminalreporter.write_line(f"boson fault seed: {SEED} (replay with BOSON_FAULT_SEED={SEED})")
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "pg_restart: restarts the shared PostgreSQL server; runs only with BOSON_PG_RESTART=1",
+    )
+
+
+def pytest_collection_modifyitems(config, items):
+    import os
+
+    if os.environ.get("BOSON_PG_RESTART") == "1":
+        return
+    skip = pytest.mark.skip(reason="restarts the PostgreSQL server; set BOSON_PG_RESTART=1 to run it")
+    for item in items:
+        if "pg_restart" in item.keywords:
+            item.add_marker(skip)

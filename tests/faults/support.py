@@ -42,11 +42,12 @@ def wait_file(folder: pathlib.Path, name: str, timeout: float = 30.0) -> pathlib
 class Worker:
     """One ``boson_worker`` subprocess."""
 
-    def __init__(self, folder: pathlib.Path, name: str, *args: str, env: dict[str, str] | None = None):
+    def __init__(self, folder: pathlib.Path, name: str, *args: str, env: dict[str, str] | None = None,
+                 default_id: bool = False):
         self.name = name
         self.log = folder / f"{name}.log"
-        command = [sys.executable, "-m", "django", "boson_worker", "--poll-interval-ms", "50",
-                   "--worker-id", name, *args]
+        named = [] if default_id else ["--worker-id", name]
+        command = [sys.executable, "-m", "django", "boson_worker", "--poll-interval-ms", "50", *named, *args]
         with open(self.log, "w") as out:
             self.popen = subprocess.Popen(command, env=env or fault_env(), cwd=ROOT,
                                           stdout=out, stderr=subprocess.STDOUT)
@@ -99,3 +100,14 @@ def enqueue_many(task: str, count: int, *, args: Sequence[Any] = (), **fields: A
 
 def is_postgres() -> bool:
     return connection.vendor == "postgresql"
+
+
+def _seed() -> int:
+    """The fault suite's seed: ``BOSON_FAULT_SEED`` or a fresh one, printed in the header."""
+    import random
+
+    raw = os.environ.get("BOSON_FAULT_SEED")
+    return int(raw) if raw else random.SystemRandom().randrange(2**32)
+
+
+SEED = _seed()

@@ -114,3 +114,17 @@ def sized(context, payload: str) -> int:
     mark_start(context)
     context.in_ack(_effect(context))
     return len(payload)
+
+
+@task(takes_context=True, max_attempts=2)
+def effect_then(context, how: str) -> str:
+    """Registers its effect, then ends as ``how`` says: the effect commits only with SUCCESS."""
+    mark_start(context)
+    context.in_ack(_effect(context))
+    if how == "raises":
+        raise RuntimeError("failed after registering the effect")
+    if how == "skips":
+        context.skip("nothing to do")
+    if how == "effect-raises":
+        context.in_ack(lambda: (_ for _ in ()).throw(ValueError("the effect itself failed")))
+    return how

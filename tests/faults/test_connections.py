@@ -1,0 +1,138 @@
+"""PostgreSQL connections dropped under a worker: ``pg_terminate_backend`` while its ack
+waits for the job row and while its renew does, and a server restart with jobs in flight.
+
+The lease lives in the job row, not in a session lock, so a dropped connection frees
+nothing (GoodJob ran a job twice when its advisory lock went with the connection): no
+other worker can claim the job, the worker reconnects, renews and acks once.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+
+import pytest
+from django.db import connection, connections
+
+from boson_django import services
+from boson_django.models import Job
+from tests.faults.checker import assert_sound, effects_of, starts_of
+from tests.faults.support import enqueue_many, wait_file, wait_until
+from tests.testapp import fault_tasks  # noqa: F401 -- registers the tasks in this process
+
+pytestmark = pytest.mark.postgres
+EFFECT = "tests.testapp.fault_tasks.effect"
+
+
+class RowLock:
+    """Holds ``FOR UPDATE`` on one job row from a connection of its own."""
+
+    def __init__(self, job_id: str):
+        import psycopg
+
+        s = connection.settings_dict
+        self.conn = psycopg.connect(dbname=s["NAME"], user=s["USER"], host=s["HOST"], port=s["PORT"], password=s["PASSWORD"])
+        self.conn.execute("SELECT id FROM boson_job WHERE id = %s FOR UPDATE", [job_id])
+
+    def release(self) -> None:
+        self.conn.rollback()
+        self.conn.close()
+
+
+def _waiting_backend(pattern: str) -> int | None:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() "
+            "AND wait_event_type = 'Lock' AND query LIKE %s", [pattern],
+        )
+        row = cursor.fetchone()
+    return row[0] if row else None
+
+
+def _terminate(pid: int) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
+
+
+def test_connection_killed_mid_ack_the_ack_is_retried_and_the_effect_lands_once(live_clock, tmp_path, workers):
+    (job_id,) = enqueue_many(EFFECT, 1, args=[str(tmp_path), "go", "", 3])
+    worker = workers("w-mid-ack")
+    wait_file(tmp_path, f"started-{job_id}-1")
+    lock = RowLock(job_id)
+    try:
+        (tmp_path / "go").write_text("go")
+        pid = wait_until(lambda: _waiting_backend("%boson_job%FOR UPDATE%"), what="the ack to wait for the row")
+        _terminate(pid)
+    finally:
+        lock.release()
+    wait_until(lambda: services.job_state(job_id)[1] == "completed", what="the retried ack")
+    assert worker.says("database error; reconnecting"), worker.text()
+    worker.signal(signal.SIGTERM)
+    assert worker.exit_code() == 0, worker.text()
+    job = Job.objects.get(id=job_id)
+    assert (job.fence, job.attempt, job.crash_attempt) == (1, 1, 0)
+    assert effects_of(job_id) == [1] and services.get_result(job_id).data == 3
+    assert_sound([job_id])
+
+
+def test_connection_killed_mid_renew_frees_nothing_and_the_lease_holds(live_clock, tmp_path, workers):
+    (job_id,) = enqueue_many(EFFECT, 1, args=[str(tmp_path), "go"], lease_ms=3_000)  # renewed every second
+    worker = workers("w-mid-renew")
+    wait_file(tmp_path, f"started-{job_id}-1")
+    lock = RowLock(job_id)
+    try:
+        pid = wait_until(lambda: _waiting_backend("UPDATE boson_job SET lease_expires_at%"), what="a renew to wait")
+        _terminate(pid)
+    finally:
+        lock.release()
+    worker.wait_for_line("database error; reconnecting")
+    other = workers("w-other", "--burst")  # the job is still leased: nothing for it to take
+    assert other.exit_code() == 0, other.text()
+    assert starts_of(job_id) == [1] and Job.objects.get(id=job_id).lease_holder == "w-mid-renew"
+    (tmp_path / "go").write_text("go")
+    wait_until(lambda: services.job_state(job_id)[1] == "completed", what="the job to finish")
+    worker.signal(signal.SIGTERM)
+    assert worker.exit_code() == 0, worker.text()
+    job = Job.objects.get(id=job_id)
+    assert (job.fence, job.attempt, job.crash_attempt) == (1, 1, 0) and effects_of(job_id) == [1]
+    assert_sound([job_id])
+
+
+PG_CTL = ["pg_ctlcluster", "--skip-systemctl-redirect", "15", "main"]
+
+
+def _server_up() -> None:
+    """Make sure the shared server is running again (also when the test failed)."""
+    if subprocess.run(["pg_isready", "-h", "127.0.0.1", "-q"], check=False).returncode != 0:
+        subprocess.run([*PG_CTL, "start"], check=False, capture_output=True)
+    for _ in range(600):
+        if subprocess.run(["pg_isready", "-h", "127.0.0.1", "-q"], check=False).returncode == 0:
+            return
+        subprocess.run(["sleep", "0.1"], check=False)
+    raise AssertionError("PostgreSQL did not come back")
+
+
+@pytest.mark.pg_restart
+@pytest.mark.slow
+def test_a_postgresql_restart_with_jobs_in_flight(live_clock, tmp_path, workers):
+    held = enqueue_many(EFFECT, 12, args=[str(tmp_path), "go"])
+    waiting = enqueue_many(EFFECT, 12)
+    pool = [workers(f"w-restart-{i}", "--concurrency", "6") for i in range(2)]
+    for job_id in held:
+        wait_file(tmp_path, f"started-{job_id}-1")
+    try:
+        restarted = subprocess.run([*PG_CTL, "restart"], capture_output=True, text=True, timeout=120)
+        assert restarted.returncode == 0, restarted.stderr
+    finally:
+        _server_up()
+    connections.close_all()
+    (tmp_path / "go").write_text("go")
+    wait_until(lambda: services.counts().get("completed") == 24, timeout=120, what="every job after the restart")
+    for worker in pool:
+        worker.signal(signal.SIGTERM)
+        assert worker.exit_code() == 0, worker.text()
+    assert any(w.says("database error; reconnecting") for w in pool)
+    for job_id in held + waiting:
+        assert len(effects_of(job_id)) == 1
+    assert all(Job.objects.get(id=j).crash_attempt == 0 for j in held)  # no lease lapsed: no crash counted
+    assert_sound(held + waiting)
