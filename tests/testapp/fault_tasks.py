@@ -128,3 +128,17 @@ def effect_then(context, how: str) -> str:
     if how == "effect-raises":
         context.in_ack(lambda: (_ for _ in ()).throw(ValueError("the effect itself failed")))
     return how
+
+
+@task(takes_context=True, max_attempts=20, lease_ms=3_000)
+def chaos_job(context, work_ms: int, fails_first: bool = False) -> int:
+    """bench/chaos.py: busy for ``work_ms`` (checking whether to stop), fails its first
+    attempt when asked, and lands its effect in the ack."""
+    mark_start(context)
+    deadline = time.monotonic() + work_ms / 1000
+    while time.monotonic() < deadline and not context.should_stop:
+        time.sleep(0.01)
+    if fails_first and context.attempt == 1:
+        raise RuntimeError("first attempt fails")
+    context.in_ack(_effect(context))
+    return work_ms
