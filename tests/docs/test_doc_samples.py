@@ -68,7 +68,7 @@ def _call_tests(namespace: dict) -> int:
 def test_every_page_is_linked_from_the_readme():
     readme = (ROOT / "README.md").read_text()
     for page in (ROOT / "docs").glob("*.md"):
-        assert f"docs/{page.name}" in readme, f"docs/{page.name} is not linked from README.md"
+        assert f"docs/{page.name}" in readme, f"docs/{page.name} is not linked from README.md: add it to the Documentation list"
 
 
 def test_pages_have_samples():
