@@ -1,8 +1,8 @@
 """Structured records of every transition, published once the transaction commits.
 
 Each service that changes a job's state calls one helper here. When nobody listens --
-no observer subscribed and the ``boson_django.transitions`` logger not enabled for INFO
--- a helper returns at once and builds nothing, so the hot paths pay one function call.
+no observer subscribed and no level set on the ``boson_django.transitions`` logger (it
+is opt-in: ``"loggers": {"boson_django.transitions": {"level": "INFO", ...}}``) -- a helper returns at once and builds nothing, so the hot paths pay one function call.
 Otherwise it snapshots the rows as :class:`Transition` records and hands them to
 ``transaction.on_commit``: a rolled-back transaction reports nothing.
 
@@ -51,7 +51,8 @@ def unsubscribe(observer: Observer) -> None:
 
 
 def active() -> bool:
-    return bool(_observers) or log.isEnabledFor(logging.INFO)
+    """Someone listens: an observer, or the logger was given a level (opt-in, see docs/metrics.md)."""
+    return bool(_observers) or (log.level != logging.NOTSET and log.isEnabledFor(logging.INFO))
 
 
 def emit(records: Sequence[Transition], using: str) -> None:
@@ -60,7 +61,7 @@ def emit(records: Sequence[Transition], using: str) -> None:
 
 
 def publish(records: Sequence[Transition]) -> None:
-    if log.isEnabledFor(logging.INFO):
+    if log.level != logging.NOTSET and log.isEnabledFor(logging.INFO):
         for r in records:
             log.info("%s job %s (%s, queue %s, fence %d) -> %s%s", r.event, r.job_id, r.task, r.queue, r.fence,
                      r.state or "deleted", f" [{r.outcome}]" if r.outcome else "", extra=asdict(r))

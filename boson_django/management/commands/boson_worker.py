@@ -25,9 +25,15 @@ class Command(BaseCommand):
         parser.add_argument("--grace-seconds", type=float,
                             help="On SIGTERM, how long running jobs may finish (default BOSON['SHUTDOWN_GRACE_MS']).")
         parser.add_argument("--database", help="Database alias of the store (default BOSON['DATABASE']).")
+        parser.add_argument("--metrics-port", type=_positive,
+                            help="Serve Prometheus metrics on this port (needs the 'metrics' extra).")
 
     def handle(self, *args: Any, **options: Any) -> None:
         _log_to_stderr(options["verbosity"])
+        if options["metrics_port"]:
+            from boson_django.metrics import serve
+
+            serve(options["metrics_port"])
         grace = options["grace_seconds"]
         worker = Worker(WorkerOptions(
             queues=options["queues"],

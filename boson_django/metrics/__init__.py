@@ -1,0 +1,54 @@
+"""Prometheus metrics (the ``metrics`` extra: ``pip install 'boson-django[metrics]'``).
+
+Two kinds, one registry (:data:`REGISTRY`):
+
+* **store gauges**, read from the database at scrape time: the same in every process
+  (jobs by queue and state, oldest waiting job, paused queues, bucket tokens, duty
+  holders, schedules);
+* **process counters and histograms**, fed by :mod:`boson_django.transitions` in the
+  process that made the transition: admissions, outcomes, attempt durations, wait
+  latency, lease losses, reclaims, quarantines. Scrape every worker
+  (``boson_worker --metrics-port``) to see them all.
+
+Expose it with ``path("metrics/", include("boson_django.metrics.urls"))`` or
+``boson_worker --metrics-port 9108``. Labels are queue, state, outcome, rate class,
+duty and schedule names -- never job ids -- so the series count does not grow with jobs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ImproperlyConfigured
+
+try:
+    from prometheus_client import CollectorRegistry
+except ImportError:  # pragma: no cover -- the extra is installed in the test environments
+    raise ImproperlyConfigured("boson_django.metrics needs prometheus-client: pip install 'boson-django[metrics]'") from None
+
+REGISTRY = CollectorRegistry(auto_describe=True)
+
+from boson_django.metrics import counters, store  # noqa: E402 -- they register on REGISTRY
+
+__all__ = ["REGISTRY", "exposition", "install", "serve"]
+
+
+def install() -> None:
+    """Start counting this process's transitions (idempotent)."""
+    counters.install()
+
+
+def exposition() -> tuple[bytes, str]:
+    """The text exposition of every boson metric, and its content type."""
+    from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+    install()
+    return generate_latest(REGISTRY), CONTENT_TYPE_LATEST
+
+
+def serve(port: int, addr: str = "0.0.0.0") -> Any:
+    """Serve :data:`REGISTRY` on ``http://addr:port/metrics`` from a daemon thread."""
+    from prometheus_client import start_http_server
+
+    install()
+    return start_http_server(port, addr=addr, registry=REGISTRY)

@@ -1,0 +1,106 @@
+"""The scrape endpoint: every documented metric, with its labels; cardinality bounded."""
+
+from __future__ import annotations
+
+import socket
+import urllib.request
+from datetime import timedelta
+
+import pytest
+from django.core.management import call_command
+
+from boson_django import services
+from boson_django.metrics import REGISTRY, install
+from boson_django.schedules import run_now, sync_schedules
+from boson_django.services import Outcome
+from tests.factories import ADD, NOOP, envelope
+from tests.metrics.support import documented, family_of, run_jobs, samples_of, scrape
+
+pytestmark = pytest.mark.urls("tests.metrics.urls")
+
+
+def _a_busy_store(live_clock, settings) -> None:
+    install()
+    settings.BOSON = {**settings.BOSON, "SCHEDULES": {"minutely": {"task": NOOP, "cron": "* * * * *"}}}
+    sync_schedules()
+    run_now("minutely")
+    services.set_rate_limit("smtp", 10, 60_000, 0)
+    services.claim_duty("boson.reclaim", "w-1", 60_000)
+    run_jobs(12)
+    services.set_task_config(ADD, crash_limit=1)
+    services.enqueue([envelope(ADD, queue="poison", args=[9, 9], lease_ms=1_000), envelope(NOOP, queue="slow", lease_ms=1_000)])
+    services.admit("w-doomed", ["poison", "slow"], 2)
+    live_clock.advance(1_000)
+    services.reclaim_expired(10)
+    services.pause_queue("slow")
+
+
+def test_every_documented_metric_is_scraped_with_its_labels(client, live_clock, settings):
+    _a_busy_store(live_clock, settings)
+    series, types = scrape(client)
+    docs = documented()
+    assert len(docs) >= 20, "the docs table lists the metrics"
+    for metric, (kind, labels) in docs.items():
+        scraped_kind = types.get(family_of(metric, kind))
+        assert scraped_kind == kind, f"{metric}: documented {kind}, scraped {scraped_kind}"
+        samples = samples_of(series, metric, kind)
+        assert samples, f"{metric} is documented but has no sample"
+        assert all(set(s) - {"le"} == labels for s in samples), f"{metric}: labels {samples[0]} != {labels}"
+    scraped = {f for f in types if f.startswith("boson_") and not f.endswith("_created")}  # client's _created samples
+    undocumented = scraped - {family_of(m, k) for m, (k, _) in docs.items()}
+    assert not undocumented, f"scraped but not in docs/metrics.md: {undocumented}"
+
+
+def test_values_follow_the_store(client, live_clock, settings):
+    _a_busy_store(live_clock, settings)
+    series, _ = scrape(client)
+    assert series[("boson_jobs", (("queue", "metered"), ("state", "completed")))] >= 1
+    assert series[("boson_jobs", (("queue", "poison"), ("state", "quarantined")))] == 1
+    assert series[("boson_queue_paused", (("queue", "slow"),))] == 1
+    assert series[("boson_bucket_tokens", (("rate_class", "smtp"),))] == 10
+    assert series[("boson_duty_held", (("duty", "boson.reclaim"),))] == 1
+    assert series[("boson_duty_holder_info", (("duty", "boson.reclaim"), ("holder", "w-1")))] == 1
+    assert series[("boson_schedule_next_run_timestamp_seconds", (("schedule", "minutely"),))] == (
+        live_clock.at + timedelta(minutes=1)).timestamp()
+    assert series[("boson_store_up", ())] == 1
+
+
+def test_counters_count_this_processs_transitions(client, live_clock):
+    client.get("/metrics/")  # installs the counters
+    before = {k: REGISTRY.get_sample_value(k, {"queue": "counted"}) or 0 for k in ("boson_admissions_total", "boson_enqueued_total")}
+    ok_before = REGISTRY.get_sample_value("boson_outcomes_total", {"queue": "counted", "outcome": "success"}) or 0
+    (job,) = services.enqueue([envelope(NOOP, queue="counted")])
+    live_clock.advance(1_500)
+    (unit,) = services.admit("w", ["counted"], 1)
+    live_clock.advance(2_000)
+    services.ack(unit.lease, Outcome.SUCCESS)
+    assert REGISTRY.get_sample_value("boson_enqueued_total", {"queue": "counted"}) == before["boson_enqueued_total"] + 1
+    assert REGISTRY.get_sample_value("boson_admissions_total", {"queue": "counted"}) == before["boson_admissions_total"] + 1
+    assert REGISTRY.get_sample_value("boson_outcomes_total", {"queue": "counted", "outcome": "success"}) == ok_before + 1
+    assert REGISTRY.get_sample_value("boson_wait_seconds_sum", {"queue": "counted"}) >= 1.5
+    assert REGISTRY.get_sample_value("boson_attempt_duration_seconds_bucket", {"queue": "counted", "le": "2.5"}) >= 1
+
+
+def test_label_cardinality_does_not_grow_with_job_count(client, live_clock):
+    run_jobs(20)
+    first, _ = scrape(client)
+    run_jobs(200)
+    second, _ = scrape(client)
+    assert set(second) == set(first), f"new series: {sorted(set(second) - set(first))[:5]}"
+    job_ids = {e.id for e in services.all_enqueued()}
+    assert not {v for _, labels in second for _, v in labels} & job_ids, "a job id became a label"
+
+
+def test_the_endpoint_answers_get_only(client, db):
+    assert client.post("/metrics/").status_code == 405
+
+
+def test_boson_worker_serves_metrics_on_its_port(live_clock):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    services.enqueue([envelope(NOOP, queue="ported")])
+    call_command("boson_worker", "--burst", "--metrics-port", str(port), "--queue", "ported", verbosity=0)
+    body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    assert 'boson_outcomes_total{outcome="success",queue="ported"} 1.0' in body
+    assert 'boson_jobs{queue="ported",state="completed"} 1.0' in body
