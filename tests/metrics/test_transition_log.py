@@ -14,11 +14,9 @@ from tests.factories import NOOP, envelope
 
 @pytest.fixture
 def transition_log(caplog):
-    logger = logging.getLogger("boson_django.transitions")
-    logger.setLevel(logging.INFO)
+    """The logger given a level of its own (caplog restores NOTSET afterwards)."""
     caplog.set_level(logging.INFO, logger="boson_django.transitions")
-    yield caplog
-    logger.setLevel(logging.NOTSET)
+    return caplog
 
 
 def _fields(caplog) -> list[tuple]:
