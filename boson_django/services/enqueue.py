@@ -9,7 +9,7 @@ from typing import Any
 
 from django.db import IntegrityError
 
-from boson_django import clock, conf, ids, policies, registry, transitions, validation
+from boson_django import clock, conf, ids, policies, registry, tracing, transitions, validation
 from boson_django.errors import DuplicateJobId, InvalidEnvelope
 from boson_django.models import QuarantinedFingerprint
 from boson_django.services import _db, config, history
@@ -47,8 +47,8 @@ def enqueue(
     unique index (``INSERT ... ON CONFLICT DO NOTHING``), so concurrent enqueues of one
     key make one job. ``unique=False`` enqueues without claiming the key.
     """
-    batch = list(envelopes)
-    return _enqueue(batch, unique=unique, using=using)
+    with tracing.enqueue_span(list(envelopes)) as batch:
+        return _enqueue(batch, unique=unique, using=using)
 
 
 @_db.store_transaction

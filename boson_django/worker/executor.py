@@ -26,7 +26,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections
 
-from boson_django import registry
+from boson_django import registry, tracing
 from boson_django.compat import Task, task_backends, task_started
 from boson_django.states import Outcome
 from boson_django.taskresults import build_result, running_result
@@ -114,7 +114,7 @@ def _in_thread(attempt: Attempt, task: Any) -> Finish:
     """Pool-thread wrapper: fresh DB connections per job, as Django does per request."""
     close_old_connections()
     try:
-        return run_sync(attempt, task)
+        return tracing.around_attempt(attempt, lambda: run_sync(attempt, task))
     finally:
         close_old_connections()
 
@@ -179,7 +179,7 @@ class Executor:
             future: Future[Finish] = Future()
             future.set_result(found)
         elif is_async(found):
-            future = self._loop_thread().submit(run_async(attempt, found))
+            future = self._loop_thread().submit(tracing.around_attempt_async(attempt, run_async(attempt, found)))
         else:
             future = self.pool.submit(lambda: _in_thread(attempt, found))
         attempt.future = future

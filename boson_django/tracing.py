@@ -1,0 +1,96 @@
+"""OpenTelemetry spans around enqueue and each attempt (the ``otel`` extra).
+
+``boson.enqueue`` (PRODUCER) wraps :func:`boson_django.services.enqueue` and writes its
+trace context into each job's ``meta["trace_context"]`` with the configured propagator
+(W3C ``traceparent`` by default). ``boson.attempt <task>`` (CONSUMER) wraps each attempt
+on the worker with that context as its parent, so a trace started by a request runs on
+into the job it enqueued. Without the OpenTelemetry API installed every helper is a
+no-op; without an SDK the API's spans record nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import Any
+
+try:
+    from opentelemetry import propagate, trace
+    from opentelemetry.trace import SpanKind, Status, StatusCode
+except ImportError:  # pragma: no cover -- the extra is installed in the test environments
+    trace = None  # type: ignore[assignment]
+
+META_KEY = "trace_context"
+#: Outcomes that mean the handler failed (the span's status is ERROR).
+FAILED = {"retry", "discard", "undecodable"}
+_provider: Any = None
+
+
+def use_tracer_provider(provider: Any) -> None:
+    """Send boson's spans to ``provider`` instead of the global one (``None``: global again)."""
+    global _provider
+    _provider = provider
+
+
+def _tracer() -> Any:
+    return trace.get_tracer("boson_django", tracer_provider=_provider)
+
+
+@contextmanager
+def enqueue_span(batch: list[Any]) -> Iterator[list[Any]]:
+    """Yields the batch with the span's context in each envelope's meta."""
+    if trace is None or not batch:
+        yield batch
+        return
+    first = batch[0]
+    attributes = {"messaging.batch.message_count": len(batch), "boson.task": str(getattr(first, "task", "")),
+                  "boson.queue": str(getattr(first, "queue", None) or "")}
+    with _tracer().start_as_current_span("boson.enqueue", kind=SpanKind.PRODUCER, attributes=attributes):
+        carrier: dict[str, str] = {}
+        propagate.inject(carrier)
+        yield [_with_context(e, carrier) for e in batch] if carrier else batch
+
+
+def _with_context(envelope: Any, carrier: dict[str, str]) -> Any:
+    meta = getattr(envelope, "meta", None)
+    if not isinstance(meta, dict) or META_KEY in meta:
+        return envelope  # bad input is enqueue's to refuse; an explicit context is kept
+    return replace(envelope, meta={**meta, META_KEY: dict(carrier)})
+
+
+@contextmanager
+def _attempt_span(attempt: Any) -> Iterator[Any]:
+    unit = attempt.unit
+    meta = unit.envelope.meta if isinstance(unit.envelope.meta, dict) else {}
+    carrier = meta.get(META_KEY)
+    parent = propagate.extract(carrier) if isinstance(carrier, dict) else None
+    attributes = {"boson.job_id": unit.lease.job_id, "boson.queue": unit.envelope.queue or "",
+                  "boson.task": unit.envelope.task, "boson.fence": unit.lease.fence, "boson.attempt": unit.attempt + 1}
+    with _tracer().start_as_current_span(f"boson.attempt {unit.envelope.task}", context=parent,
+                                         kind=SpanKind.CONSUMER, attributes=attributes) as span:
+        yield span
+
+
+def _finished(span: Any, finish: Any) -> Any:
+    outcome = str(getattr(finish.outcome, "value", finish.outcome))
+    span.set_attribute("boson.outcome", outcome)
+    if outcome in FAILED:
+        span.set_status(Status(StatusCode.ERROR, (getattr(finish, "error", None) or "").split("\n", 1)[0][:200]))
+    return finish
+
+
+def around_attempt(attempt: Any, run: Callable[[], Any]) -> Any:
+    """Run a sync attempt inside its span; returns its Finish."""
+    if trace is None:
+        return run()
+    with _attempt_span(attempt) as span:
+        return _finished(span, run())
+
+
+async def around_attempt_async(attempt: Any, run: Awaitable[Any]) -> Any:
+    """Await an async attempt inside its span; returns its Finish."""
+    if trace is None:
+        return await run
+    with _attempt_span(attempt) as span:
+        return _finished(span, await run)

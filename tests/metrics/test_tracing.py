@@ -1,0 +1,78 @@
+"""A trace started in a request is the parent of the spans of the job it enqueued."""
+
+from __future__ import annotations
+
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind, StatusCode
+
+from boson_django import services, tracing
+from boson_django.worker import Worker, WorkerOptions
+
+pytestmark = pytest.mark.urls("tests.metrics.urls")
+
+
+@pytest.fixture
+def spans(settings):
+    settings.BOSON = {**settings.BOSON, "TASK_MODULES": [*settings.BOSON["TASK_MODULES"], "tests.metrics.tasks"]}
+    import tests.metrics.tasks  # noqa: F401 -- registers the tasks
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing.use_tracer_provider(provider)
+    yield exporter
+    tracing.use_tracer_provider(None)
+
+
+def _drain(queue: str) -> None:
+    Worker(WorkerOptions(queues=[queue], burst=True, handle_signals=False, concurrency=2)).run()
+
+
+def _by_name(exporter) -> dict:
+    return {s.name: s for s in exporter.get_finished_spans()}
+
+
+def test_the_requests_trace_is_the_parent_of_the_jobs_spans(client, live_clock, spans):
+    job_id = client.post("/checkout/").content.decode()
+    _drain("traced")
+
+    found = _by_name(spans)
+    request, enqueue = found["POST /checkout"], found["boson.enqueue"]
+    attempt, inner = found["boson.attempt tests.metrics.tasks.traced"], found["charge card"]
+    trace_id = request.context.trace_id
+    assert {s.context.trace_id for s in (enqueue, attempt, inner)} == {trace_id}
+    assert enqueue.parent.span_id == request.context.span_id
+    assert attempt.parent.span_id == enqueue.context.span_id
+    assert inner.parent.span_id == attempt.context.span_id
+    assert (enqueue.kind, attempt.kind) == (SpanKind.PRODUCER, SpanKind.CONSUMER)
+    assert attempt.attributes["boson.job_id"] == job_id and attempt.attributes["boson.fence"] == 1
+    assert attempt.attributes["boson.outcome"] == "success"
+    envelope, _ = services.job_state(job_id)
+    assert envelope.meta["trace_context"]["traceparent"].split("-")[1] == format(trace_id, "032x")
+
+
+def test_an_async_handlers_attempt_joins_the_trace(live_clock, spans):
+    from opentelemetry import trace
+
+    from tests.metrics.tasks import traced_async
+
+    with trace.get_tracer("t", tracer_provider=tracing._provider).start_as_current_span("request") as root:
+        traced_async.using(queue_name="traced-async").enqueue(1)
+    _drain("traced-async")
+    attempt = _by_name(spans)["boson.attempt tests.metrics.tasks.traced_async"]
+    assert attempt.context.trace_id == root.get_span_context().trace_id
+
+
+def test_a_failed_attempt_is_an_error_span_under_the_enqueue_span(live_clock, spans):
+    from tests.metrics.tasks import broken
+
+    result = broken.using(queue_name="traced-broken").enqueue()
+    envelope, _ = services.job_state(result.id)
+    assert envelope.meta["trace_context"]["traceparent"], "the enqueue span itself is the parent"
+    _drain("traced-broken")
+    attempt = _by_name(spans)["boson.attempt tests.metrics.tasks.broken"]
+    assert attempt.status.status_code is StatusCode.ERROR and "card declined" in attempt.status.description
+    assert attempt.parent.span_id == _by_name(spans)["boson.enqueue"].context.span_id
