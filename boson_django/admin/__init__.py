@@ -4,4 +4,4 @@ Every change an operator makes goes through ``boson_django.services``; lists nev
 payloads or results and never count past a cap.
 """
 
-from boson_django.admin import buckets, config, dashboard, jobs, queues, runs, triage  # noqa: F401
+from boson_django.admin import buckets, config, dashboard, jobs, queues, runs, schedules, triage  # noqa: F401

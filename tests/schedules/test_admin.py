@@ -1,0 +1,79 @@
+"""The Schedule admin: next/last run on the store clock, enable/disable, "run now" via services."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import Permission, User
+from django.test import Client
+from django.urls import reverse
+
+from boson_django.models import Job, Schedule
+from boson_django.schedules import scheduler, sync_schedules
+from tests.factories import ADD
+
+CHANGELIST = "admin:boson_django_schedule_changelist"
+
+
+@pytest.fixture
+def declared(settings, store_clock):
+    settings.BOSON = {**settings.BOSON, "SCHEDULES": {
+        "nightly": {"task": ADD, "cron": "0 3 * * *", "timezone": "Europe/Paris", "args": [1, 2]},
+    }}
+    return store_clock
+
+
+def _client(codenames: list[str]) -> Client:
+    user = User.objects.create_user("staff", password="pw", is_staff=True)
+    user.user_permissions.set(Permission.objects.filter(content_type__app_label="boson_django", codename__in=codenames))
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def test_the_changelist_shows_declared_schedules_with_next_and_last_run(admin_client, declared):
+    page = admin_client.get(reverse(CHANGELIST)).content.decode()
+    assert "nightly" in page and "0 3 * * * (Europe/Paris)" in page
+    assert "2030-01-01 02:00:00 UTC (in 2h 00m)" in page, "03:00 Paris is 02:00 UTC in winter"
+    assert "never" in page
+    scheduler.run_now("nightly")
+    declared.advance(5_000)
+    page = admin_client.get(reverse(CHANGELIST)).content.decode()
+    assert "5s ago" in page and ">available<" in page, "last run and its job's state"
+
+
+def test_run_now_action_enqueues_through_the_services(admin_client, declared, monkeypatch):
+    sync_schedules()
+    calls = []
+    real = scheduler.enqueue
+    monkeypatch.setattr(scheduler, "enqueue", lambda envs, **kw: calls.append(envs) or real(envs, **kw))
+    response = admin_client.post(reverse(CHANGELIST), {"action": "run_now_selected", "_selected_action": ["nightly"]}, follow=True)
+    assert "1 enqueued" in response.content.decode()
+    (job,) = Job.objects.filter(meta__schedule="nightly")
+    assert len(calls) == 1 and (job.task, job.args, job.state) == (ADD, [1, 2], "available")
+    assert Schedule.objects.get(name="nightly").last_job_id == job.id
+
+
+def test_disable_and_enable_buttons(admin_client, declared):
+    sync_schedules()
+    change = reverse("admin:boson_django_schedule_change", args=["nightly"])
+    assert "Run now" in admin_client.get(change).content.decode()
+    admin_client.post(reverse("admin:boson_django_schedule_op", args=["nightly", "disable"]))
+    assert Schedule.objects.get(name="nightly").enabled is False
+    assert "disabled" in admin_client.get(reverse(CHANGELIST)).content.decode()
+    admin_client.post(reverse("admin:boson_django_schedule_op", args=["nightly", "enable"]))
+    assert Schedule.objects.get(name="nightly").enabled is True
+
+
+def test_a_viewer_sees_schedules_but_cannot_operate_them(declared):
+    viewer = _client(["view_schedule"])
+    assert viewer.get(reverse(CHANGELIST)).status_code == 200
+    page = viewer.get(reverse("admin:boson_django_schedule_change", args=["nightly"])).content.decode()
+    assert "Run now" not in page
+    assert viewer.post(reverse("admin:boson_django_schedule_op", args=["nightly", "run_now"])).status_code == 403
+    assert not Job.objects.exists()
+    assert _client_get_status(["view_job"], CHANGELIST) == 403
+
+
+def _client_get_status(codenames: list[str], name: str) -> int:
+    User.objects.filter(username="staff").delete()
+    return _client(codenames).get(reverse(name)).status_code
