@@ -92,9 +92,10 @@ def admitted(units: Sequence[Any], now: datetime, using: str) -> None:
 
 def acked(jobs: Iterable[tuple[Any, Any, Any]], now: datetime, using: str) -> None:
     """``(job, outcome, new state or None)`` of each ack."""
-    if active():
-        emit([Transition("acked", job.id, job.queue, job.task, job.fence, outcome=str(getattr(outcome, "value", outcome)),
-                         state=getattr(state, "value", state), duration_s=_seconds(now, job.attempted_at))
+    if active():  # getattr: batched acks may hand over a slimmer row than a Job
+        emit([Transition("acked", job.id, getattr(job, "queue", ""), getattr(job, "task", ""), job.fence,
+                         outcome=str(getattr(outcome, "value", outcome)), state=getattr(state, "value", state),
+                         duration_s=_seconds(now, getattr(job, "attempted_at", None)))
               for job, outcome, state in jobs], using)
 
 
