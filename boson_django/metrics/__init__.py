@@ -28,7 +28,7 @@ except ImportError:  # pragma: no cover -- the extra is installed in the test en
 
 REGISTRY = CollectorRegistry(auto_describe=True)
 
-from boson_django.metrics import counters, store  # noqa: E402 -- they register on REGISTRY
+from boson_django.metrics import counters, store  # noqa: E402, F401 -- they register on REGISTRY
 
 __all__ = ["REGISTRY", "exposition", "install", "serve"]
 
