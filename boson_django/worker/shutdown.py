@@ -58,8 +58,13 @@ class Shutdown:
         return True
 
     def uninstall(self) -> None:
+        """Restore the previous handlers -- unless a signal is stopping the process: then
+        further ones are ignored (SIG_IGN also outlives interpreter finalization), so a
+        repeated SIGTERM (a supervisor sending it five times) arriving while the process
+        exits cannot turn a clean exit 0 into death by signal."""
+        exiting = any(reason.startswith("SIG") for reason in self.reasons)
         for sig, previous in self._previous.items():
-            signal.signal(sig, previous)
+            signal.signal(sig, signal.SIG_IGN if exiting else previous)
         self._previous.clear()
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
