@@ -16,6 +16,9 @@ MAX_KEY = 255
 MAX_MS = 100 * 365 * 86_400_000
 #: Counts fit the store's 32-bit integer columns.
 MAX_COUNT = 2**31 - 1
+#: JSON nesting depth accepted: deeper values would overflow Python's recursion limit
+#: when a worker decodes them (and when they are checked here).
+MAX_JSON_DEPTH = 200
 
 
 def name(value: Any, field: str, *, index: int | None = None, max_len: int = MAX_NAME) -> str:
@@ -121,8 +124,9 @@ def json_text(value: Any, field: str, *, index: int | None = None) -> str:
         raise InvalidEnvelope(field, f"is not JSON: {exc}", index=index) from None
 
 
-def _check_json(value: Any, field: str, index: int | None) -> None:
-    """Refuse what json.dumps would silently change (tuples keep, non-str keys do not)."""
+def _check_json(value: Any, field: str, index: int | None, depth: int = 0) -> None:
+    """Refuse what json.dumps would silently change (tuples keep, non-str keys do not),
+    and nesting deeper than ``MAX_JSON_DEPTH``."""
     if value is None or isinstance(value, (bool, int)):
         return
     if isinstance(value, str):
@@ -132,15 +136,17 @@ def _check_json(value: Any, field: str, index: int | None) -> None:
         if not math.isfinite(value):
             raise InvalidEnvelope(field, f"is not JSON: {value!r} is not a finite number", index=index)
         return
+    if isinstance(value, (list, tuple, dict)) and depth >= MAX_JSON_DEPTH:
+        raise InvalidEnvelope(field, f"is nested deeper than {MAX_JSON_DEPTH} levels", index=index)
     if isinstance(value, (list, tuple)):
         for item in value:
-            _check_json(item, field, index)
+            _check_json(item, field, index, depth + 1)
         return
     if isinstance(value, dict):
         for key, item in value.items():
             if not isinstance(key, str):
                 raise InvalidEnvelope(field, f"is not JSON: key {key!r} is not a string", index=index)
             _storable(key, field, index)
-            _check_json(item, field, index)
+            _check_json(item, field, index, depth + 1)
         return
     raise InvalidEnvelope(field, f"is not JSON: {type(value).__name__} {value!r:.60}", index=index)

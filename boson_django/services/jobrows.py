@@ -14,15 +14,25 @@ JOB_COLUMNS = (
 )
 
 
+def decoded(value: Any) -> Any:
+    """A stored JSON column, or None when Python cannot decode it (nested deeper than its
+    recursion limit -- possible only for rows written around enqueue's validation). The
+    worker then acks the job UNDECODABLE instead of failing every admission."""
+    try:
+        return _db.from_json(value)
+    except (RecursionError, ValueError):
+        return None
+
+
 def envelope_from_row(row: dict[str, Any]) -> Envelope:
     return Envelope(
         id=row["id"], task=row["task"], queue=row["queue"],
-        args=_db.from_json(row["args"]), kwargs=_db.from_json(row["kwargs"]),
+        args=decoded(row["args"]), kwargs=decoded(row["kwargs"]),
         priority=row["priority"], run_at=_db.dt_value(row["run_at"]),
         unique_key=row["unique_key"], fingerprint=row["fingerprint"], weight=row["weight"],
         rate_class=row["rate_class"], max_attempts=row["max_attempts"],
         retention_ms=row["retention_ms"], lease_ms=row["lease_ms"],
-        timeout_ms=row["timeout_ms"], meta=_db.from_json(row["meta"]),
+        timeout_ms=row["timeout_ms"], meta=decoded(row["meta"]),
     )
 
 

@@ -28,13 +28,18 @@ def as_lease(lease: Any) -> LeaseRef:
     return LeaseRef(validation.name(job_id, "lease.job_id", max_len=64), validation.whole(fence, "lease.fence", maximum=2**63 - 1))
 
 
+#: Never loaded by a fenced write: a large payload is not read again at every ack or
+#: checkpoint, and a row whose stored JSON Python cannot decode can still be acked.
+PAYLOAD_FIELDS = ("args", "kwargs", "meta", "checkpoint")
+
+
 def hold(lease: Any, now: datetime, using: str) -> Job:
-    """The locked job row this lease still holds, or ``LeaseRejected``."""
+    """The locked job row this lease still holds (payload columns deferred), or ``LeaseRejected``."""
     ref = as_lease(lease)
     job = (
         Job.objects.using(using).select_for_update()
         .filter(id=ref.job_id, fence=ref.fence, state=JobState.RUNNING.value, lease_expires_at__gt=now)
-        .first()
+        .defer(*PAYLOAD_FIELDS).first()
     )
     if job is None:
         raise LeaseRejected(_why(ref, now, using))
