@@ -12,8 +12,8 @@ def nightly() -> None:
 
 
 @task(schedule=[
-    Schedule(cron="*/15 * * * *", timezone="Europe/Paris", name="report-eu", args=["eu"], missed="skip"),
-    Schedule(every=timedelta(minutes=10), name="report-us", args=["us"], queue="reports"),
+    Schedule(cron="*/15 * * * *", timezone="Europe/Paris", name="tests-report-eu", args=["eu"], missed="skip"),
+    Schedule(every=timedelta(minutes=10), name="tests-report-us", args=["us"], queue="reports"),
 ])
 def report(region: str) -> str:
     return region

@@ -55,13 +55,13 @@ def test_schedules_declared_next_to_the_task(settings, store_clock):
 
     settings.BOSON = {**settings.BOSON, "TASK_MODULES": [*settings.BOSON["TASK_MODULES"], "tests.schedules.tasks"]}
     sync_schedules()
-    rows = {r.name: r for r in Schedule.objects.filter(source="code")}
-    assert set(rows) == {"tests.schedules.tasks.nightly", "report-eu", "report-us"}
-    assert rows["report-eu"].timezone == "Europe/Paris" and rows["report-eu"].args == ["eu"]
-    assert rows["report-us"].every_ms == 600_000 and rows["report-us"].queue == "reports"
+    rows = {r.name: r for r in Schedule.objects.filter(source="code", task__startswith="tests.schedules.")}
+    assert set(rows) == {"tests.schedules.tasks.nightly", "tests-report-eu", "tests-report-us"}
+    assert rows["tests-report-eu"].timezone == "Europe/Paris" and rows["tests-report-eu"].args == ["eu"]
+    assert rows["tests-report-us"].every_ms == 600_000 and rows["tests-report-us"].queue == "reports"
     _step_minutes(store_clock, 30)
-    assert [j.args for j in _jobs("report-eu")] == [["eu"], ["eu"]]
-    assert {j.queue for j in _jobs("report-us")} == {"reports"} and len(_jobs("report-us")) == 3
+    assert [j.args for j in _jobs("tests-report-eu")] == [["eu"], ["eu"]]
+    assert {j.queue for j in _jobs("tests-report-us")} == {"reports"} and len(_jobs("tests-report-us")) == 3
 
 
 def test_each_due_slot_is_enqueued_once_with_its_slot_in_meta(settings, store_clock):
