@@ -31,6 +31,12 @@ def now(using: str | None = None) -> datetime:
             row = cursor.fetchone()
             frozen_at, offset_ms = row if row else (None, 0)
             server_now = datetime.now(timezone.utc)
+    return from_row(frozen_at, offset_ms, server_now)
+
+
+def from_row(frozen_at: object, offset_ms: int | None, server_now: object) -> datetime:
+    """Store time from the clock row and the server's time (for queries that read them along
+    with other things, saving a round trip)."""
     if frozen_at is not None:
         return _db.dt_value(frozen_at)  # type: ignore[return-value]
     return _db.dt_value(server_now) + timedelta(milliseconds=offset_ms or 0)  # type: ignore[operator]

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings as django_settings
+from django.core.signals import setting_changed
 
 DEFAULTS: dict[str, Any] = {
     "CRASH_LIMIT": 3,
@@ -118,7 +119,27 @@ def user_settings() -> dict[str, Any]:
     return dict(getattr(django_settings, "BOSON", None) or {})
 
 
+_cached: tuple[Any, Settings] | None = None
+
+
 def get() -> Settings:
-    """The effective settings; read on every call so ``override_settings`` works."""
+    """The effective settings. Cached while ``settings.BOSON`` is the same object (hot paths
+    call this per job); ``override_settings`` swaps the object and sends ``setting_changed``,
+    which clears the cache, so overrides are seen at once."""
+    global _cached
+    raw = getattr(django_settings, "BOSON", None)
+    cached = _cached
+    if cached is not None and cached[0] is raw:
+        return cached[1]
     merged = {**DEFAULTS, **{k: v for k, v in user_settings().items() if k in DEFAULTS}}
-    return Settings(**merged)
+    fresh = Settings(**merged)
+    _cached = (raw, fresh)
+    return fresh
+
+
+def clear_cache(**_: Any) -> None:
+    global _cached
+    _cached = None
+
+
+setting_changed.connect(clear_cache, dispatch_uid="boson_django.conf.clear_cache")

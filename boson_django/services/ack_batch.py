@@ -77,35 +77,69 @@ def ack_many(requests: Sequence[AckRequest], *, using: str | None = None) -> lis
     if not checked:
         return replies  # type: ignore[return-value]
     now = clock.now(using)
-    jobs = _lock({ref.job_id for ref, _ in checked.values()}, using)
-    fast: list[tuple[int, Job, acks.Checked]] = []
+    rows = _lock({ref.job_id for ref, _ in checked.values()}, using)
+    fast: list[tuple[int, _Row, acks.Checked]] = []
+    slow: list[tuple[int, acks.Checked]] = []
     seen: set[str] = set()
     for i, (ref, ok) in checked.items():
-        job = jobs.get(ref.job_id)
-        why = _refusal(ref, job, now, seen)
+        row = rows.get(ref.job_id)
+        why = _refusal(ref, row, now, seen)
         if why is not None:
             replies[i] = AckReply(ref, error=LeaseRejected(why))
             continue
         seen.add(ref.job_id)
-        assert job is not None
-        if _is_plain_success(job, ok):
-            fast.append((i, job, ok))
+        assert row is not None
+        if _is_plain_success(row, ok):
+            fast.append((i, row, ok))
         else:
-            replies[i] = AckReply(ref, state=acks.apply(job, ok, now, using), at=now)
+            slow.append((i, ok))
+    if slow:  # already locked: the ORM rows for the general transition code
+        payload_free = Job.objects.using(using).defer("args", "kwargs", "meta", "checkpoint")
+        jobs = payload_free.in_bulk([checked[i][0].job_id for i, _ in slow])
+        for i, ok in slow:
+            replies[i] = AckReply(checked[i][0], state=acks.apply(jobs[checked[i][0].job_id], ok, now, using), at=now)
     _complete_all(fast, now, using)
     for i, job, _ in fast:
         replies[i] = AckReply(checked[i][0], state=None if job.retention_ms == 0 else JobState.COMPLETED.value, at=now)
     return replies  # type: ignore[return-value]
 
 
-def _lock(ids: set[str], using: str) -> dict[str, Job]:
-    rows = Job.objects.using(using).filter(id__in=sorted(ids)).order_by("id").defer("args", "kwargs", "meta", "checkpoint")
-    if _db.is_postgres(_db.conn(using)):
-        rows = rows.select_for_update()
-    return {job.id: job for job in rows}
+@dataclass
+class _Row:
+    """The columns of a locked job row that fencing and the batched completion read."""
+
+    id: str
+    fence: int
+    state: str
+    lease_expires_at: datetime | None
+    queue: str
+    rate_class: str | None
+    retention_ms: int | None
+    attempt: int
+    attempted_at: datetime | None
+    run_at: datetime | None
 
 
-def _refusal(ref: LeaseRef, job: Job | None, now: datetime, seen: set[str]) -> str | None:
+def _lock(ids: set[str], using: str) -> dict[str, _Row]:
+    """Lock the batch's job rows (PostgreSQL ``FOR UPDATE``, id order: no deadlock between
+    two flushes); SQLite holds the file's write lock already."""
+    connection = _db.conn(using)
+    ordered = sorted(ids)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT id, fence, state, lease_expires_at, queue, rate_class, retention_ms, attempt, attempted_at, "
+            f"run_at FROM boson_job WHERE id IN ({_db.placeholders(ordered)}) ORDER BY id{_db.lock_rows(connection)}",
+            ordered,
+        )
+        found = [_Row(*row) for row in cursor.fetchall()]
+    for row in found:
+        row.lease_expires_at = _db.dt_value(row.lease_expires_at)
+        row.attempted_at = _db.dt_value(row.attempted_at)
+        row.run_at = _db.dt_value(row.run_at)
+    return {row.id: row for row in found}
+
+
+def _refusal(ref: LeaseRef, job: _Row | None, now: datetime, seen: set[str]) -> str | None:
     """Why this lease may not write (the same rule as ``leases.hold``), or None."""
     if ref.job_id in seen:
         return f"job {ref.job_id}: acked twice in one batch; the first ack ended the lease"
@@ -120,7 +154,7 @@ def _refusal(ref: LeaseRef, job: Job | None, now: datetime, seen: set[str]) -> s
     return None
 
 
-def _is_plain_success(job: Job, ok: acks.Checked) -> bool:
+def _is_plain_success(job: _Row, ok: acks.Checked) -> bool:
     """A SUCCESS that needs no per-job transition code: batched."""
     return (
         ok.outcome is Outcome.SUCCESS and not ok.logs and not ok.error
@@ -128,7 +162,7 @@ def _is_plain_success(job: Job, ok: acks.Checked) -> bool:
     )
 
 
-def _complete_all(done: list[tuple[int, Job, acks.Checked]], now: datetime, using: str) -> None:
+def _complete_all(done: list[tuple[int, _Row, acks.Checked]], now: datetime, using: str) -> None:
     """running -> completed (or deleted at retention 0) for the batch: counters, results,
     runs and rows, a fixed number of statements whatever the batch size."""
     if not done:
@@ -167,7 +201,7 @@ def _complete_all(done: list[tuple[int, Job, acks.Checked]], now: datetime, usin
         )
 
 
-def _count(done: list[tuple[int, Job, acks.Checked]], now: datetime, using: str) -> None:
+def _count(done: list[tuple[int, _Row, acks.Checked]], now: datetime, using: str) -> None:
     """The throughput counters of the batch: one upsert, one row per distinct key."""
     keys: Counter[tuple[str, int]] = Counter()
     for _, job, _ in done:
@@ -180,7 +214,7 @@ def _count(done: list[tuple[int, Job, acks.Checked]], now: datetime, using: str)
     )
 
 
-def _put_results(results: list[tuple[Job, Any]], now: datetime, using: str) -> None:
+def _put_results(results: list[tuple[_Row, Any]], now: datetime, using: str) -> None:
     """Upsert the batch's results (one statement), stamped with attempt and fence."""
     if not results:
         return

@@ -12,19 +12,30 @@ from boson_django.services import _db
 
 MAX_LOG_LINES = 200
 MAX_LOG_CHARS = 64_000
+#: Rows per insert statement (SQLite caps the parameters of one statement).
+_CHUNK = 500
 
 
 def open_runs(jobs: Iterable[Mapping[str, Any]], worker_id: str, now: datetime, using: str) -> None:
-    """One insert for the whole admitted batch."""
-    Run.objects.using(using).bulk_create(
-        [
-            Run(
-                job_id=job["id"], task=job["task"], queue=job["queue"], attempt=job["attempt"] + 1,
-                fence=job["fence"], worker_id=worker_id, started_at=now,
+    """One insert for the whole admitted batch (raw SQL: the ORM's bulk_create cost more
+    than the statement on the claim path)."""
+    rows = list(jobs)
+    if not rows:
+        return
+    connection = _db.conn(using)
+    stamp = _db.dt_param(connection, now)
+    one = f"(%s, %s, %s, %s, %s, %s, %s, NULL, '', '', %s{_db.json_cast(connection)}, FALSE)"
+    params: list[Any] = []
+    for job in rows:
+        params += [job["id"], job["task"], job["queue"], job["attempt"] + 1, job["fence"], worker_id, stamp, "[]"]
+    with connection.cursor() as cursor:
+        for start in range(0, len(rows), _CHUNK):
+            chunk = params[start * 8 : (start + _CHUNK) * 8]
+            cursor.execute(
+                "INSERT INTO boson_run (job_id, task, queue, attempt, fence, worker_id, started_at, finished_at, "
+                f"outcome, error, logs, recorded) VALUES {', '.join([one] * (len(chunk) // 8))}",
+                chunk,
             )
-            for job in jobs
-        ]
-    )
 
 
 def bounded_logs(logs: Sequence[Any]) -> list[str]:

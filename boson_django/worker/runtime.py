@@ -18,7 +18,7 @@ import secrets
 import socket
 from dataclasses import dataclass, field
 
-from django.db import DatabaseError, InterfaceError, close_old_connections, connections
+from django.db import DatabaseError, InterfaceError, connections
 
 from boson_django import clock, conf, services
 from boson_django.errors import LeaseRejected
@@ -158,16 +158,13 @@ class Worker:
 
     def _tick(self, executor: Executor) -> bool:
         """Returns True when the worker is done."""
-        close_old_connections()
+        self._keep_connection()
         self._collect()
         self._enforce_timeouts()
         self.heartbeat.maybe_beat(self._held())
         if self.shutdown.stopping:
             return self._drain()
-        if self.options.burst:
-            self.sweeper.run()
-        else:
-            self.sweeper.maybe_run()
+        self.sweeper.maybe_run()
         asked, got = self._admit(executor)
         if self._idle_exit(got):
             return True
@@ -214,7 +211,25 @@ class Worker:
             return False
         if self.options.max_jobs is not None and self.admitted >= self.options.max_jobs:
             return True
-        return self.options.burst
+        if not self.options.burst:
+            return False
+        # Burst: sweeps run on their interval while there is work; before exiting, one
+        # more sweep pass, so jobs it makes due (promoted, reclaimed) are drained too.
+        done = self.sweeper.run()
+        return not (done.get("boson.promote") or done.get("boson.reclaim"))
+
+    def _keep_connection(self) -> None:
+        """The loop keeps its connection across ticks (a reconnect per tick would cost more
+        than the tick): it is closed only when a database error made it unusable -- the
+        tick's error handler closes it too. Other aliases follow ``CONN_MAX_AGE``."""
+        for connection in connections.all(initialized_only=True):
+            if connection.alias != self.using:
+                connection.close_if_unusable_or_obsolete()
+            elif connection.connection is not None and connection.errors_occurred:
+                if connection.is_usable():
+                    connection.errors_occurred = False
+                else:
+                    connection.close()
 
     def _enforce_timeouts(self) -> None:
         timed = [a for a in self._held() if a.deadline is not None]
