@@ -1,0 +1,188 @@
+"""Helpers every system driver shares (stdlib + psycopg only: each runs in its own venv).
+
+A driver prints one JSON object on its last stdout line; ``bench/run.py`` collects them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+PG = dict(
+    host=os.environ.get("BENCH_PG_HOST", "127.0.0.1"),
+    port=int(os.environ.get("BENCH_PG_PORT", "5432")),
+    user=os.environ.get("BENCH_PG_USER", "postgres"),
+)
+
+
+def dsn(dbname: str) -> str:
+    return f"postgresql://{PG['user']}@{PG['host']}:{PG['port']}/{dbname}"
+
+
+def fresh_database(name: str) -> None:
+    """Drop and create ``name`` (each system gets its own database)."""
+    import psycopg
+
+    with psycopg.connect(dbname="postgres", autocommit=True, **PG) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def scalar(dbname: str, sql: str) -> int:
+    import psycopg
+
+    with psycopg.connect(dbname=dbname, autocommit=True, **PG) as conn:
+        return int(conn.execute(sql).fetchone()[0])
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def timed(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+class Counter:
+    """Polls a 'how many done' query on its own connection."""
+
+    def __init__(self, count: Callable[[], int]):
+        self.count = count
+
+
+def drain_rate(start_workers: Callable[[], list[subprocess.Popen]], done: Callable[[], int], total: int,
+               window_s: float = 12.0, startup_s: float = 60.0) -> dict:
+    """Start the workers, wait for the first finished job, then measure finished jobs per
+    second until all ``total`` are done or ``window_s`` has passed (bounded time).
+    Startup (interpreter, imports, schema checks) is excluded, as it would be in production."""
+    procs = start_workers()
+    try:
+        deadline = time.monotonic() + startup_s
+        first = done()
+        while first == 0:
+            if time.monotonic() > deadline or any(p.poll() not in (None, 0) for p in procs):
+                raise RuntimeError("workers did not start finishing jobs: " + _tails(procs))
+            time.sleep(0.02)
+            first = done()
+        t0, n0 = time.perf_counter(), first
+        n = n0
+        while n < total and time.perf_counter() - t0 < window_s:
+            time.sleep(0.05)
+            n = done()
+        elapsed = time.perf_counter() - t0
+        rss = max((peak_rss_mb(p.pid) for p in procs), default=0.0)
+        return {"jobs_per_s": (n - n0) / elapsed, "measured_jobs": n - n0, "seconds": elapsed, "rss_mb": rss}
+    finally:
+        stop(procs)
+
+
+def _tails(procs: list[subprocess.Popen]) -> str:
+    return ", ".join(f"pid {p.pid} rc={p.poll()}" for p in procs)
+
+
+def peak_rss_mb(pid: int) -> float:
+    """VmHWM of the process and its children (a worker may fork)."""
+    total = 0.0
+    for p in [pid, *_children(pid)]:
+        try:
+            for line in Path(f"/proc/{p}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    total += int(line.split()[1]) / 1024
+        except OSError:
+            pass
+    return total
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        out = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return []
+    kids = [int(x) for x in out]
+    for k in list(kids):
+        kids += _children(k)
+    return kids
+
+
+def stop(procs: list[subprocess.Popen], timeout: float = 10.0) -> None:
+    for p in procs:
+        if p.poll() is None:
+            p.terminate()
+    for p in procs:
+        try:
+            p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+class Stamps:
+    """Handlers send the wall time they started at to a Unix datagram socket: the
+    parent gets it without polling a file."""
+
+    def __init__(self) -> None:
+        self.dir = tempfile.mkdtemp(prefix="bench-")
+        self.path = os.path.join(self.dir, "stamps.sock")
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(self.path)
+        self.sock.settimeout(10)
+
+    def wait(self) -> tuple[str, float]:
+        data = self.sock.recv(256).decode()
+        tag, at = data.split(" ")
+        return tag, float(at)
+
+    def drain(self) -> None:
+        self.sock.setblocking(False)
+        try:
+            while True:
+                self.sock.recv(256)
+        except BlockingIOError:
+            pass
+        finally:
+            self.sock.settimeout(10)
+
+
+def send_stamp(path: str, tag: str) -> None:
+    """Called inside a handler."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    try:
+        s.sendto(f"{tag} {time.time()!r}".encode(), path)
+    finally:
+        s.close()
+
+
+def wakeup(stamps: Stamps, enqueue_one: Callable[[str], None], n: int, warm: int = 3) -> dict:
+    """Commit one job at a time with the worker idle; latency = handler start - commit."""
+    import random
+
+    lat = []
+    for i in range(n + warm):
+        time.sleep(random.uniform(0.05, 0.12))
+        stamps.drain()
+        tag = f"w{i}"
+        enqueue_one(tag)  # returns once committed
+        committed = time.time()
+        while True:
+            got, at = stamps.wait()
+            if got == tag:
+                break
+        if i >= warm:
+            lat.append((at - committed) * 1000)
+    return {"p50_ms": statistics.median(lat), "p95_ms": pct(lat, 0.95), "n": len(lat)}
+
+
+def emit(result: dict) -> None:
+    sys.stdout.flush()
+    print("BENCH-RESULT " + json.dumps(result), flush=True)

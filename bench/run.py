@@ -1,0 +1,235 @@
+"""The benchmark: boson_django and its peers, same machine, same PostgreSQL, same run.
+
+    python bench/run.py            # everything, medians of three runs (about 10-14 minutes)
+    python bench/run.py --quick    # tiny sizes, one run: a smoke test (no timing assertions)
+    python bench/run.py --only boson,pgqueuer --skip-scale
+
+Each system runs in its own virtualenv under bench/.venvs/ (created on first use and
+installed from the package registry) against its own database on the local PostgreSQL
+(``BENCH_PG_HOST``/``BENCH_PG_PORT``/``BENCH_PG_USER``; default 127.0.0.1:5432, postgres).
+No-op tasks. Per system: bulk enqueue, one-at-a-time enqueue (a transaction each), drain
+with one worker process (each system's default and its best configuration, bounded to
+``--window`` seconds of measuring), and wake-up latency (commit -> handler start with an
+idle worker) where the system wakes on NOTIFY. Boson only: admission time per batch at
+10,000 vs 1,000,000 queued jobs, 4 worker processes vs 1, worker RSS at concurrency 32,
+SQLite drain with one worker. Results: a table on stdout and bench/results/<stamp>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import glob
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+VENVS = BENCH / ".venvs"
+
+#: name -> (driver script, pip requirements, needs Python >= 3.12, extra driver args)
+SYSTEMS: dict[str, tuple[str, list[str], bool, list[str]]] = {
+    "boson": ("systems/boson.py", ["-e", f"{ROOT}[postgres]"], False, ["--concurrency", "128"]),
+    "pgqueuer": ("systems/run_pgqueuer.py", ["pgqueuer", "psycopg[binary]", "asyncpg"], False, []),
+    "procrastinate": ("systems/run_procrastinate.py", ["procrastinate", "psycopg[binary]"], False, []),
+    "oban": ("systems/run_oban.py", ["oban", "psycopg[binary]", "psycopg-pool"], True, []),
+    "django-q2": ("systems/run_django_peers.py", ["django-q2", "psycopg[binary]"], False, ["--system", "djangoq"]),
+    "django-tasks-db": ("systems/run_django_peers.py", ["django>=6.1", "django-tasks-db", "psycopg[binary]"], True,
+                        ["--system", "tasksdb"]),
+}
+#: Keys of each driver's result holding drain rates (the best one is reported).
+DRAIN_KEYS = ("drain", "drain_batch100", "drain_c8", "drain_limit50")
+
+
+def python_312() -> str | None:
+    """An interpreter >= 3.12 that really runs (a pyenv shim may exist for an unselected one)."""
+    candidates = [shutil.which(n) for n in ("python3.13", "python3.12")]
+    candidates += sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.1[2-9]*/bin/python3")), reverse=True)
+    for exe in filter(None, candidates):
+        try:
+            out = subprocess.run([exe, "-c", "import sys; print(sys.version_info >= (3, 12))"],
+                                 capture_output=True, text=True, timeout=30)
+        except OSError:
+            continue
+        if out.returncode == 0 and out.stdout.strip() == "True":
+            return exe
+    return None
+
+
+def venv_python(name: str) -> tuple[str | None, str]:
+    """The system's venv interpreter, creating and installing it if needed; or (None, why)."""
+    _, reqs, needs_312, _ = SYSTEMS[name]
+    folder = VENVS / name
+    exe = folder / "bin" / "python"
+    marker = folder / ".installed"
+    if marker.exists():
+        return str(exe), ""
+    base = python_312() if needs_312 else sys.executable
+    if base is None:
+        return None, "needs Python >= 3.12 and none was found"
+    print(f"[bench] creating {folder} with {base}: pip install {' '.join(reqs)}", flush=True)
+    subprocess.run([base, "-m", "venv", "--clear", str(folder)], check=True)
+    pip = subprocess.run([str(exe), "-m", "pip", "install", "-q", "--disable-pip-version-check", *reqs],
+                         capture_output=True, text=True)
+    if pip.returncode != 0:
+        return None, "pip install failed: " + pip.stderr.strip().splitlines()[-1][:200]
+    marker.write_text(" ".join(reqs))
+    return str(exe), ""
+
+
+def run_driver(name: str, exe: str, args: list[str], timeout: float) -> dict:
+    script, _, _, extra = SYSTEMS[name]
+    cmd = [exe, str(BENCH / script), *args, *extra]
+    started = time.monotonic()
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=str(BENCH))
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout:.0f}s"}
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("BENCH-RESULT ")]
+    if proc.returncode != 0 or not lines:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        return {"error": f"exit {proc.returncode}: {' | '.join(tail)[:300]}"}
+    result = json.loads(lines[-1][len("BENCH-RESULT "):])
+    result["seconds"] = round(time.monotonic() - started, 1)
+    return result
+
+
+def med(values: list[float] | None) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def summary(result: dict) -> dict:
+    drains = {k: med(result.get(k)) for k in DRAIN_KEYS if result.get(k)}
+    best = max(drains, key=lambda k: drains[k]) if drains else None  # type: ignore[arg-type,return-value]
+    wake = result.get("wakeup") or {}
+    return {
+        "bulk": med(result.get("bulk")), "single": med(result.get("single")),
+        "drain_default": drains.get("drain"), "drain_best": drains.get(best) if best else None, "drain_best_config": best,
+        "wake_p50": wake.get("p50_ms"), "wake_p95": wake.get("p95_ms"), "wake_polling": wake.get("polling", False),
+    }
+
+
+def fmt(v: float | None, unit: str = "") -> str:
+    if v is None:
+        return "—"
+    return f"{v:,.1f}{unit}" if v < 100 else f"{v:,.0f}{unit}"
+
+
+def ratio(ours: float | None, theirs: float | None, lower_is_better: bool = False) -> str:
+    if not ours or not theirs:
+        return "—"
+    return f"{(theirs / ours if lower_is_better else ours / theirs):.2f}x"
+
+
+def table(summaries: dict[str, dict], errors: dict[str, str]) -> str:
+    rows = ["| system | bulk enqueue (jobs/s) | one-at-a-time (jobs/s) | drain, 1 process: default / best (jobs/s) "
+            "| wake-up p50 / p95 (ms) |", "|---|---|---|---|---|"]
+    for name, s in summaries.items():
+        wake = f"{fmt(s['wake_p50'])} / {fmt(s['wake_p95'])}" + (" (polling)" if s["wake_polling"] else "")
+        best = f"{fmt(s['drain_best'])} ({s['drain_best_config']})" if s["drain_best_config"] != "drain" else fmt(s["drain_best"])
+        rows.append(f"| {name} | {fmt(s['bulk'])} | {fmt(s['single'])} | {fmt(s['drain_default'])} / {best} | {wake} |")
+    for name, why in errors.items():
+        rows.append(f"| {name} | could not run: {why} | | | |")
+    boson = summaries.get("boson")
+    if boson:
+        rows += ["", "| boson vs | bulk | one-at-a-time | drain (best vs best) | wake-up p50 (>1 = boson faster) |",
+                 "|---|---|---|---|---|"]
+        for name, s in summaries.items():
+            if name != "boson":
+                rows.append(f"| {name} | {ratio(boson['bulk'], s['bulk'])} | {ratio(boson['single'], s['single'])} | "
+                            f"{ratio(boson['drain_best'], s['drain_best'])} | "
+                            f"{ratio(boson['wake_p50'], s['wake_p50'], lower_is_better=True)} |")
+    return "\n".join(rows)
+
+
+def scale_table(scale: dict, sqlite: dict) -> str:
+    rows = ["| boson only | median | target |", "|---|---|---|"]
+    small, big = med(scale.get("admit_ms_10000")), next((med(v) for k, v in scale.items()
+                                                         if k.startswith("admit_ms_") and k != "admit_ms_10000"), None)
+    big_n = next((k[len("admit_ms_"):] for k in scale if k.startswith("admit_ms_") and k != "admit_ms_10000"), "?")
+    rows.append(f"| admit(100) at 10,000 queued | {fmt(small, ' ms')} | |")
+    rows.append(f"| admit(100) at {int(big_n):,} queued | {fmt(big, ' ms')} | within 1.5x: "
+                f"{(big / small if small and big else 0):.2f}x |")
+    one, four = med(scale.get("drain_1proc")), med(scale.get("drain_4proc"))
+    rows.append(f"| drain, 1 process | {fmt(one, ' jobs/s')} | |")
+    rows.append(f"| drain, 4 processes | {fmt(four, ' jobs/s')} | >= 1.5x: {(four / one if one and four else 0):.2f}x |")
+    rows.append(f"| worker RSS at concurrency 32 | {fmt(scale.get('rss_mb_c32'), ' MB')} | < 150 MB |")
+    rows.append(f"| SQLite drain, 1 process | {fmt(med(sqlite.get('drain')), ' jobs/s')} | >= 2,000 jobs/s |")
+    return "\n".join(rows)
+
+
+def machine() -> str:
+    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
+                if ln.startswith("model name")), platform.processor())
+    try:
+        load = os.getloadavg()
+    except OSError:
+        load = (0.0, 0.0, 0.0)
+    pg = subprocess.run(["psql", "--version"], capture_output=True, text=True).stdout.strip() if shutil.which("psql") else "?"
+    return (f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; {os.cpu_count()} CPUs ({cpu}); "
+            f"load avg {load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f}; {platform.platform()}; Python {platform.python_version()}; {pg}")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="tiny sizes, one run (smoke test)")
+    p.add_argument("--only", default=",".join(SYSTEMS), help="comma-separated systems")
+    p.add_argument("--skip-scale", action="store_true", help="skip boson's scale and SQLite measurements")
+    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--window", type=float, default=8.0, help="seconds each drain is measured for, at most")
+    a = p.parse_args()
+    reps = 1 if a.quick else a.reps
+    sizes = (["--n", "300", "--single", "30", "--wakeups", "3", "--window", "2"] if a.quick
+             else ["--n", "20000", "--single", "1000", "--wakeups", "40", "--window", str(a.window)])
+    small = {"django-q2": ["--n", "2000", "--wakeups", "15"], "django-tasks-db": ["--n", "3000", "--wakeups", "15"]}
+    print("[bench] " + machine(), flush=True)
+    summaries: dict[str, dict] = {}
+    raw: dict[str, dict] = {}
+    errors: dict[str, str] = {}
+    for name in a.only.split(","):
+        exe, why = venv_python(name)
+        if exe is None:
+            errors[name] = why
+            print(f"[bench] {name}: skipped ({why})", flush=True)
+            continue
+        args = ["peers", *sizes, "--reps", str(reps)] + ([] if a.quick else small.get(name, []))
+        print(f"[bench] {name}: running ...", flush=True)
+        result = run_driver(name, exe, args, timeout=600)
+        if "error" in result:
+            errors[name] = result["error"]
+            print(f"[bench] {name}: FAILED {result['error']}", flush=True)
+            continue
+        raw[name] = result
+        summaries[name] = summary(result)
+        print(f"[bench] {name}: {json.dumps(summaries[name])} ({result['seconds']}s)", flush=True)
+    print("\n" + table(summaries, errors))
+    if "boson" in a.only.split(",") and not a.skip_scale:
+        exe, _ = venv_python("boson")
+        scale_args = (["scale", "--n", "400", "--big", "20000", "--window", "2", "--reps", "1"] if a.quick
+                      else ["scale", "--n", "20000", "--window", str(a.window), "--reps", str(reps)])
+        raw["boson-scale"] = run_driver("boson", exe, scale_args, timeout=900)  # type: ignore[arg-type]
+        sq_args = ["sqlite", "--n", "300" if a.quick else "20000", "--window", "2" if a.quick else str(a.window),
+                   "--reps", str(reps)]
+        raw["boson-sqlite"] = run_driver("boson", exe, sq_args, timeout=600)  # type: ignore[arg-type]
+        if "error" in raw["boson-scale"] or "error" in raw["boson-sqlite"]:
+            print(f"\n[bench] boson scale/sqlite failed: {raw['boson-scale'].get('error')} {raw['boson-sqlite'].get('error')}")
+        else:
+            print("\n" + scale_table(raw["boson-scale"], raw["boson-sqlite"]))
+    out = BENCH / "results"
+    out.mkdir(exist_ok=True)
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    (out / f"{stamp}.json").write_text(json.dumps({"machine": machine(), "raw": raw, "errors": errors}, indent=1))
+    print(f"\n[bench] raw results: bench/results/{stamp}.json")
+    if errors and a.quick:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

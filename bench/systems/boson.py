@@ -1,0 +1,205 @@
+"""boson_django in the benchmark. Run by bench/run.py in bench/.venvs/boson:
+
+    python bench/systems/boson.py peers|scale|sqlite [--n N] [--reps R]
+
+``peers``: the measurements every system gets (bulk, one-at-a-time, drain, wake-up);
+``scale``: boson-only (admission at 10k vs 1M queued, 4 processes vs 1, RSS at
+concurrency 32); ``sqlite``: drain with one worker on SQLite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[1]
+#: BENCH_BOSON_ROOT measures another checkout of boson_django (before/after comparisons).
+ROOT = Path(os.environ.get("BENCH_BOSON_ROOT") or BENCH.parent)
+sys.path[:0] = [str(BENCH), str(ROOT)]
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bench_settings")
+
+import common  # noqa: E402
+
+DB = "bench_boson"
+NOOP = "bench_tasks.noop"
+
+
+def setup(db: str = DB) -> None:
+    if os.environ.get("BENCH_DB", "postgres") == "postgres":
+        os.environ["BENCH_PG_NAME"] = db
+        common.fresh_database(db)
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    call_command("migrate", verbosity=0)
+
+
+def envelopes(n: int, queue: str = "default") -> list:
+    from boson_django.services import Envelope
+
+    return [Envelope(task=NOOP, queue=queue) for _ in range(n)]
+
+
+def truncate() -> None:
+    from django.db import connection
+
+    with connection.cursor() as c:
+        if connection.vendor == "postgresql":
+            c.execute("TRUNCATE boson_job, boson_run, boson_job_data, boson_throughput_minute")
+        else:
+            for t in ("boson_job", "boson_run", "boson_job_data", "boson_throughput_minute"):
+                c.execute(f"DELETE FROM {t}")
+
+
+def completed() -> int:
+    from django.db import connection
+
+    with connection.cursor() as c:
+        c.execute("SELECT COUNT(*) FROM boson_job WHERE state = 'completed'")
+        n = c.fetchone()[0]
+    connection.close()
+    return n
+
+
+def bulk(n: int) -> float:
+    from boson_django import services
+
+    truncate()
+    envs = envelopes(n)
+    return n / common.timed(lambda: services.enqueue(envs))
+
+
+def one_at_a_time(n: int) -> float:
+    from boson_django import services
+
+    truncate()
+    envs = envelopes(n)
+    return n / common.timed(lambda: [services.enqueue([e]) for e in envs])
+
+
+def worker_cmd(concurrency: int, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "django", "boson_worker", "--concurrency", str(concurrency),
+            "--verbosity", "0", *extra]
+
+
+def spawn(cmd: list[str], log: str) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(BENCH), str(ROOT)]))
+    return subprocess.Popen(cmd, env=env, cwd=str(BENCH), stdout=subprocess.DEVNULL, stderr=open(log, "ab"))
+
+
+def drain(n: int, concurrency: int, processes: int = 1, window_s: float = 12.0) -> dict:
+    from boson_django import services
+
+    truncate()
+    services.enqueue(envelopes(n))
+    log = os.path.join(tempfile.gettempdir(), "bench-boson-worker.log")
+    start = lambda: [spawn(worker_cmd(concurrency, "--burst"), log) for _ in range(processes)]  # noqa: E731
+    return common.drain_rate(start, completed, n, window_s=window_s)
+
+
+def wakeup(n: int) -> dict:
+    from bench_tasks import stamp
+
+    stamps = common.Stamps()
+    log = os.path.join(tempfile.gettempdir(), "bench-boson-wakeup.log")
+    proc = spawn(worker_cmd(1), log)
+    try:
+        time.sleep(2.0)
+        return common.wakeup(stamps, lambda tag: stamp.enqueue(stamps.path, tag), n)
+    finally:
+        common.stop([proc])
+
+
+def peers(args: argparse.Namespace) -> dict:
+    setup()
+    out: dict = {"bulk": [], "single": [], "drain": [], "wakeup": []}
+    for _ in range(args.reps):
+        out["bulk"].append(bulk(args.n))
+        out["single"].append(one_at_a_time(args.single))
+        out["drain"].append(drain(args.n, args.concurrency, window_s=args.window)["jobs_per_s"])
+    out["wakeup"] = wakeup(args.wakeups)
+    return out
+
+
+def admission_ms(batches: int, batch: int) -> float:
+    """Median time of one admit(batch) + acks, with the queue as it is."""
+    from boson_django import services
+    from boson_django.services import Outcome
+
+    times = []
+    for _ in range(batches):
+        t = time.perf_counter()
+        units = services.admit("bench", ["default"], batch)
+        times.append((time.perf_counter() - t) * 1000)
+        for unit in units:
+            services.ack(unit.lease, Outcome.SUCCESS)
+    return statistics.median(times)
+
+
+def fill(n: int) -> None:
+    """Queue ``n`` available jobs fast (setup only: raw INSERT ... SELECT, not the API)."""
+    from django.db import connection
+
+    with connection.cursor() as c:
+        c.execute(
+            "INSERT INTO boson_job (id, task, queue, state, priority, args, kwargs, meta, fingerprint, weight,"
+            " max_attempts, retention_ms, lease_ms, crash_limit, attempt, crash_attempt, fence, charged_weight,"
+            " last_error, run_at, enqueued_at) SELECT 'fill' || lpad(g::text, 9, '0'), %s, 'default', 'available', 0,"
+            " '[]', '{}', '{}', 'f', 1, 20, 86400000, 30000, 3, 0, 0, 0, 0, '', now(), now()"
+            " FROM generate_series(1, %s) g",
+            [NOOP, n],
+        )
+        c.execute("ANALYZE boson_job")
+
+
+def scale(args: argparse.Namespace) -> dict:
+    setup()
+    out: dict = {}
+    for queued in (10_000, args.big):
+        truncate()
+        fill(queued)
+        out[f"admit_ms_{queued}"] = [admission_ms(30, 100) for _ in range(args.reps)]
+    truncate()
+    one = [drain(args.n, args.concurrency, 1, window_s=args.window)["jobs_per_s"] for _ in range(args.reps)]
+    four = [drain(args.n * 2, args.concurrency, 4, window_s=args.window)["jobs_per_s"] for _ in range(args.reps)]
+    rss = drain(args.n, 32, 1, window_s=args.window)["rss_mb"]
+    out.update(drain_1proc=one, drain_4proc=four, rss_mb_c32=rss)
+    return out
+
+
+def sqlite(args: argparse.Namespace) -> dict:
+    os.environ["BENCH_DB"] = "sqlite"
+    os.environ["BENCH_SQLITE_PATH"] = os.path.join(tempfile.mkdtemp(prefix="bench-sqlite-"), "boson.sqlite3")
+    setup()
+    return {"drain": [drain(args.n, args.concurrency, window_s=args.window)["jobs_per_s"] for _ in range(args.reps)]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("what", choices=["peers", "scale", "sqlite", "drain"])
+    parser.add_argument("--n", type=int, default=20_000)
+    parser.add_argument("--single", type=int, default=1_000)
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--processes", type=int, default=1)
+    parser.add_argument("--wakeups", type=int, default=40)
+    parser.add_argument("--window", type=float, default=12.0)
+    parser.add_argument("--big", type=int, default=1_000_000)
+    args = parser.parse_args()
+    if args.what == "drain":
+        setup()
+        result = {"drain": [drain(args.n, args.concurrency, args.processes, args.window) for _ in range(args.reps)]}
+    else:
+        result = {"peers": peers, "scale": scale, "sqlite": sqlite}[args.what](args)
+    common.emit(result)
+
+
+if __name__ == "__main__":
+    main()
