@@ -109,6 +109,7 @@ class _Row:
     """The columns of a locked job row that fencing and the batched completion read."""
 
     id: str
+    task: str
     fence: int
     state: str
     lease_expires_at: datetime | None
@@ -127,7 +128,7 @@ def _lock(ids: set[str], using: str) -> dict[str, _Row]:
     ordered = sorted(ids)
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT id, fence, state, lease_expires_at, queue, rate_class, retention_ms, attempt, attempted_at, "
+            "SELECT id, task, fence, state, lease_expires_at, queue, rate_class, retention_ms, attempt, attempted_at, "
             f"run_at FROM boson_job WHERE id IN ({_db.placeholders(ordered)}) ORDER BY id{_db.lock_rows(connection)}",
             ordered,
         )
