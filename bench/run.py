@@ -36,7 +36,7 @@ VENVS = BENCH / ".venvs"
 
 #: name -> (driver script, pip requirements, needs Python >= 3.12, extra driver args)
 SYSTEMS: dict[str, tuple[str, list[str], bool, list[str]]] = {
-    "boson": ("systems/boson.py", ["-e", f"{ROOT}[postgres]"], False, ["--concurrency", "128"]),
+    "boson": ("systems/boson.py", ["-e", f"{ROOT}[postgres]"], False, ["--concurrency", "256"]),
     "pgqueuer": ("systems/run_pgqueuer.py", ["pgqueuer", "psycopg[binary]", "asyncpg"], False, []),
     "procrastinate": ("systems/run_procrastinate.py", ["procrastinate", "psycopg[binary]"], False, []),
     "oban": ("systems/run_oban.py", ["oban", "psycopg[binary]", "psycopg-pool"], True, []),
@@ -45,7 +45,7 @@ SYSTEMS: dict[str, tuple[str, list[str], bool, list[str]]] = {
                         ["--system", "tasksdb"]),
 }
 #: Keys of each driver's result holding drain rates (the best one is reported).
-DRAIN_KEYS = ("drain", "drain_batch100", "drain_c8", "drain_limit50")
+DRAIN_KEYS = ("drain", "drain_batch100", "drain_c8", "drain_limit50", "drain_c256")
 
 
 def python_312() -> str | None:
@@ -214,7 +214,7 @@ def main() -> None:
         exe, _ = venv_python("boson")
         scale_args = (["scale", "--n", "400", "--big", "20000", "--window", "2", "--reps", "1"] if a.quick
                       else ["scale", "--n", "20000", "--window", str(a.window), "--reps", str(reps)])
-        raw["boson-scale"] = run_driver("boson", exe, scale_args, timeout=900)  # type: ignore[arg-type]
+        raw["boson-scale"] = run_driver("boson", exe, scale_args + ["--concurrency", "256"], timeout=900)  # type: ignore[arg-type]
         sq_args = ["sqlite", "--n", "300" if a.quick else "20000", "--window", "2" if a.quick else str(a.window),
                    "--reps", str(reps)]
         raw["boson-sqlite"] = run_driver("boson", exe, sq_args, timeout=600)  # type: ignore[arg-type]

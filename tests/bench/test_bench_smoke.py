@@ -1,0 +1,43 @@
+"""The benchmark's boson driver runs end to end at a tiny size, so bench/ cannot rot.
+
+No timing assertions: only that every measurement produced a positive number. The peers
+(own virtualenvs installed from the package registry) run with ``python bench/run.py --quick``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+ROOT = Path(__file__).resolve().parents[2]
+DRIVER = ROOT / "bench" / "systems" / "boson.py"
+
+
+def _run(*args: str, **env: str) -> dict:
+    proc = subprocess.run([sys.executable, str(DRIVER), *args], capture_output=True, text=True, timeout=300,
+                          cwd=str(ROOT / "bench"), env={**os.environ, "DJANGO_SETTINGS_MODULE": "bench_settings", **env})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("BENCH-RESULT ")][-1]
+    return json.loads(line.split(" ", 1)[1])
+
+
+def test_sqlite_drain_measures_something(tmp_path):
+    result = _run("sqlite", "--n", "60", "--reps", "1", "--window", "2", "--concurrency", "4")
+    assert result["drain"][0] > 0
+
+
+@pytest.mark.skipif(not settings.DATABASES["default"]["ENGINE"].endswith("postgresql"), reason="needs PostgreSQL")
+def test_postgres_measurements_run():
+    pg = settings.DATABASES["default"]
+    env = {"BENCH_BOSON_DB": f"{pg['TEST']['NAME']}_bench", "BENCH_PG_HOST": pg["HOST"], "BENCH_PG_USER": pg["USER"],
+           "BENCH_PG_PORT": str(pg["PORT"])}
+    result = _run("peers", "--n", "60", "--single", "5", "--reps", "1", "--wakeups", "2", "--window", "2",
+                  "--concurrency", "4", **env)
+    assert result["bulk"][0] > 0 and result["single"][0] > 0 and result["drain"][0] > 0
+    assert result["wakeup"]["p50_ms"] > 0
