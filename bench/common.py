@@ -66,6 +66,7 @@ def drain_rate(start_workers: Callable[[], list[subprocess.Popen]], done: Callab
     """Start the workers, wait for the first finished job, then measure finished jobs per
     second until all ``total`` are done or ``window_s`` has passed (bounded time).
     Startup (interpreter, imports, schema checks) is excluded, as it would be in production."""
+    spawned = time.perf_counter()
     procs = start_workers()
     try:
         deadline = time.monotonic() + startup_s
@@ -82,6 +83,9 @@ def drain_rate(start_workers: Callable[[], list[subprocess.Popen]], done: Callab
             n = done()
         elapsed = time.perf_counter() - t0
         rss = max((peak_rss_mb(p.pid) for p in procs), default=0.0)
+        if n == n0:  # all done before the first look (tiny sizes): a lower bound, startup included
+            return {"jobs_per_s": n / (t0 - spawned), "measured_jobs": n, "seconds": t0 - spawned,
+                    "rss_mb": rss, "includes_startup": True}
         return {"jobs_per_s": (n - n0) / elapsed, "measured_jobs": n - n0, "seconds": elapsed, "rss_mb": rss}
     finally:
         stop(procs)
