@@ -87,6 +87,32 @@ def fetch_dicts(cursor: Any) -> list[dict[str, Any]]:
     return [dict(zip(names, row)) for row in cursor.fetchall()]
 
 
+def lock_by_key(
+    cursor: Any, table: str, key: str, columns: str, keys: Sequence[str], *, wait: bool, where: str = ""
+) -> tuple[list[tuple[Any, ...]], set[str]]:
+    """Lock the rows of ``table`` whose ``key`` is in ``keys``, in key order (no lock-order
+    cycles); returns ``(rows, busy)``, each row starting with its key.
+
+    ``wait=False`` skips rows another transaction holds (PostgreSQL ``SKIP LOCKED``) and
+    reports their keys as busy: a caller already holding locks must not wait for more.
+    """
+    connection = cursor.db
+    lock = lock_rows(connection) if wait else lock_rows_skip_locked(connection)
+    scope = f"{where} AND " if where else ""
+    cursor.execute(
+        f"SELECT {key}, {columns} FROM {table} WHERE {scope}{key} IN ({placeholders(keys)}) "
+        f"ORDER BY {key}{lock}",
+        list(keys),
+    )
+    rows = list(cursor.fetchall())
+    got = {row[0] for row in rows}
+    missing = [k for k in keys if k not in got]
+    if wait or not missing:
+        return rows, set()
+    cursor.execute(f"SELECT {key} FROM {table} WHERE {scope}{key} IN ({placeholders(missing)})", missing)
+    return rows, {row[0] for row in cursor.fetchall()}
+
+
 def _is_lock_error(exc: BaseException) -> bool:
     text = str(exc).lower()
     return "database is locked" in text or "database table is locked" in text or "busy" in text

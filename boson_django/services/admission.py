@@ -38,40 +38,26 @@ class _ActiveLimits:
         wanted = sorted(t for t in tasks if t not in self.free)
         if not wanted:
             return
-        connection = _db.conn(self.using)
-        lock = _db.lock_rows(connection) if wait else _db.lock_rows_skip_locked(connection)
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT task, max_active FROM boson_task_config WHERE max_active IS NOT NULL "
-                f"AND task IN ({_db.placeholders(wanted)}) ORDER BY task{lock}",
-                wanted,
+        with _db.conn(self.using).cursor() as cursor:
+            rows, busy = _db.lock_by_key(
+                cursor, "boson_task_config", "task", "max_active", wanted, wait=wait,
+                where="max_active IS NOT NULL",
             )
-            limits = dict(cursor.fetchall())
-            if not wait:
-                limits.update(self._held_elsewhere([t for t in wanted if t not in limits], cursor))
-            capped = sorted(limits)
-            running: dict[str, int] = {}
-            if capped:
-                cursor.execute(
-                    "SELECT task, COUNT(*) FROM boson_job WHERE state = 'running' "
-                    f"AND task IN ({_db.placeholders(capped)}) GROUP BY task",
-                    capped,
-                )
-                running = dict(cursor.fetchall())
+            limits = {**dict(rows), **{task: 0 for task in busy}}  # held elsewhere: no slot now
+            running = self._running(sorted(limits), cursor)
         for task in wanted:
             self.free[task] = limits[task] - running.get(task, 0) if task in limits else None
 
     @staticmethod
-    def _held_elsewhere(tasks: list[str], cursor: Any) -> dict[str, int]:
-        """Capped tasks whose row was skipped as locked: no free slot this admission."""
+    def _running(tasks: list[str], cursor: Any) -> dict[str, int]:
         if not tasks:
             return {}
         cursor.execute(
-            "SELECT task FROM boson_task_config WHERE max_active IS NOT NULL "
-            f"AND task IN ({_db.placeholders(tasks)})",
+            "SELECT task, COUNT(*) FROM boson_job WHERE state = 'running' "
+            f"AND task IN ({_db.placeholders(tasks)}) GROUP BY task",
             tasks,
         )
-        return {row[0]: 0 for row in cursor.fetchall()}
+        return dict(cursor.fetchall())
 
     def try_take(self, task: str) -> bool:
         free = self.free.get(task)

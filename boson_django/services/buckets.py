@@ -30,22 +30,15 @@ class Buckets:
         wanted = sorted(n for n in names if n and n not in self.loaded and n not in self.busy)
         if not wanted:
             return
-        connection = _db.conn(self.using)
-        lock = _db.lock_rows(connection) if wait else _db.lock_rows_skip_locked(connection)
-        with connection.cursor() as cursor:
-            cursor.execute(
-                'SELECT name, "limit", window_ms, burst, tokens, refilled_at FROM boson_bucket '
-                f"WHERE name IN ({_db.placeholders(wanted)}) ORDER BY name{lock}",
-                wanted,
+        with _db.conn(self.using).cursor() as cursor:
+            rows, busy = _db.lock_by_key(
+                cursor, "boson_bucket", "name", '"limit", window_ms, burst, tokens, refilled_at', wanted, wait=wait
             )
-            for name, limit, window_ms, burst, tokens, refilled_at in cursor.fetchall():
-                state = BucketState(limit, window_ms, burst, tokens, _db.dt_value(refilled_at))  # type: ignore[arg-type]
-                state.refill(self.now)
-                self.loaded[name] = state
-            missing = [n for n in wanted if n not in self.loaded]
-            if missing and not wait:
-                cursor.execute(f"SELECT name FROM boson_bucket WHERE name IN ({_db.placeholders(missing)})", missing)
-                self.busy.update(row[0] for row in cursor.fetchall())
+        for name, limit, window_ms, burst, tokens, refilled_at in rows:
+            state = BucketState(limit, window_ms, burst, tokens, _db.dt_value(refilled_at))  # type: ignore[arg-type]
+            state.refill(self.now)
+            self.loaded[name] = state
+        self.busy.update(busy)
         for name in wanted:
             if name not in self.busy:
                 self.loaded.setdefault(name, None)  # unconfigured: unlimited
