@@ -5,6 +5,7 @@ A driver prints one JSON object on its last stdout line; ``bench/run.py`` collec
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import socket
@@ -190,3 +191,29 @@ def wakeup(stamps: Stamps, enqueue_one: Callable[[str], None], n: int, warm: int
 def emit(result: dict) -> None:
     sys.stdout.flush()
     print("BENCH-RESULT " + json.dumps(result), flush=True)
+
+
+def peer_parser() -> argparse.ArgumentParser:
+    """The options every peer driver takes; a driver adds its worker's own."""
+    p = argparse.ArgumentParser()
+    p.add_argument("what", choices=["peers", "worker"])
+    p.add_argument("--n", type=int, default=20_000)
+    p.add_argument("--single", type=int, default=1_000)
+    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--wakeups", type=int, default=40)
+    p.add_argument("--window", type=float, default=12.0)
+    return p
+
+
+def measure_peer(args: argparse.Namespace, bulk: Callable[[int], float], single: Callable[[int], float],
+                 drains: dict[str, Callable[[int, float], float]], wakeup: Callable[[int], dict]) -> None:
+    """The same rounds for every peer: bulk, one-at-a-time and each drain configuration
+    ``args.reps`` times, then the wake-up; prints the result for bench/run.py."""
+    out: dict = {"bulk": [], "single": [], **{name: [] for name in drains}}
+    for _ in range(args.reps):
+        out["bulk"].append(bulk(args.n))
+        out["single"].append(single(args.single))
+        for name, drain in drains.items():
+            out[name].append(drain(args.n, args.window))
+    out["wakeup"] = wakeup(args.wakeups)
+    emit(out)

@@ -11,7 +11,6 @@ django-tasks-db ``db_worker --batch``). Neither wakes on NOTIFY: wake-up is poll
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import time

@@ -7,7 +7,6 @@ idle node (Oban's PostgreSQL notifier).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import subprocess
 import sys
@@ -144,26 +143,16 @@ def wakeup(n: int) -> dict:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser()
-    p.add_argument("what", choices=["peers", "worker"])
-    p.add_argument("--n", type=int, default=20_000)
-    p.add_argument("--single", type=int, default=1_000)
-    p.add_argument("--reps", type=int, default=3)
-    p.add_argument("--wakeups", type=int, default=40)
-    p.add_argument("--window", type=float, default=12.0)
+    p = common.peer_parser()
     p.add_argument("--limit", type=int, default=10)
     a = p.parse_args()
     if a.what == "worker":
         return worker(a.limit)
     install()
-    out: dict = {"bulk": [], "single": [], "drain": [], "drain_limit50": []}
-    for _ in range(a.reps):
-        out["bulk"].append(bulk(a.n))
-        out["single"].append(single(a.single))
-        out["drain"].append(drain(a.n, 10, a.window))
-        out["drain_limit50"].append(drain(a.n, 50, a.window))
-    out["wakeup"] = wakeup(a.wakeups)
-    common.emit(out)
+    common.measure_peer(a, bulk, single, {
+        "drain": lambda n, window: drain(n, 10, window),
+        "drain_limit50": lambda n, window: drain(n, 50, window),
+    }, wakeup)
 
 
 if __name__ == "__main__":

@@ -7,9 +7,7 @@ own transaction in autocommit); drain with one PgQueuer process on asyncpg in dr
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import os
 import subprocess
 import sys
 import time
@@ -120,13 +118,7 @@ def wakeup(n: int) -> dict:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser()
-    p.add_argument("what", choices=["peers", "worker"])
-    p.add_argument("--n", type=int, default=20_000)
-    p.add_argument("--single", type=int, default=1_000)
-    p.add_argument("--reps", type=int, default=3)
-    p.add_argument("--wakeups", type=int, default=40)
-    p.add_argument("--window", type=float, default=12.0)
+    p = common.peer_parser()
     p.add_argument("--batch", type=int, default=10)
     p.add_argument("--drain", action="store_true")
     p.add_argument("--stamp", default="")
@@ -134,14 +126,10 @@ def main() -> None:
     if a.what == "worker":
         return worker(a.batch, a.drain, a.stamp)
     install()
-    out: dict = {"bulk": [], "single": [], "drain": [], "drain_batch100": []}
-    for _ in range(a.reps):
-        out["bulk"].append(bulk(a.n))
-        out["single"].append(single(a.single))
-        out["drain"].append(drain(a.n, 10, a.window))
-        out["drain_batch100"].append(drain(a.n, 100, a.window))
-    out["wakeup"] = wakeup(a.wakeups)
-    common.emit(out)
+    common.measure_peer(a, bulk, single, {
+        "drain": lambda n, window: drain(n, 10, window),
+        "drain_batch100": lambda n, window: drain(n, 100, window),
+    }, wakeup)
 
 
 if __name__ == "__main__":

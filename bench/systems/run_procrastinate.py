@@ -7,7 +7,6 @@ default) and 8; wake-up with an idle worker listening (LISTEN/NOTIFY).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import subprocess
 import sys
@@ -105,13 +104,7 @@ def wakeup(n: int) -> dict:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser()
-    p.add_argument("what", choices=["peers", "worker"])
-    p.add_argument("--n", type=int, default=20_000)
-    p.add_argument("--single", type=int, default=1_000)
-    p.add_argument("--reps", type=int, default=3)
-    p.add_argument("--wakeups", type=int, default=40)
-    p.add_argument("--window", type=float, default=12.0)
+    p = common.peer_parser()
     p.add_argument("--concurrency", type=int, default=1)
     p.add_argument("--wait", action="store_true")
     p.add_argument("--stamp", default="")
@@ -119,14 +112,10 @@ def main() -> None:
     if a.what == "worker":
         return worker(a.concurrency, a.wait, a.stamp)
     install()
-    out: dict = {"bulk": [], "single": [], "drain": [], "drain_c8": []}
-    for _ in range(a.reps):
-        out["bulk"].append(bulk(a.n))
-        out["single"].append(single(a.single))
-        out["drain"].append(drain(a.n, 1, a.window))
-        out["drain_c8"].append(drain(a.n, 8, a.window))
-    out["wakeup"] = wakeup(a.wakeups)
-    common.emit(out)
+    common.measure_peer(a, bulk, single, {
+        "drain": lambda n, window: drain(n, 1, window),
+        "drain_c8": lambda n, window: drain(n, 8, window),
+    }, wakeup)
 
 
 if __name__ == "__main__":
