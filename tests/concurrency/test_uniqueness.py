@@ -59,10 +59,10 @@ def _wait_until_blocked_on_a_lock(pids: list[int], known: threading.Event) -> No
     raise AssertionError("the second enqueue never waited on the first one's key")
 
 
-@pytest.mark.postgres
-def test_an_enqueue_waiting_on_an_uncommitted_holder_creates_when_it_rolls_back(live_clock):
-    """The second enqueue blocks on the first's uncommitted key, then creates once it rolls back."""
-    holder_in, roll_back = threading.Event(), threading.Event()
+def _second_enqueue_behind_an_uncommitted_holder(key: str, *, roll_back: bool) -> dict[str, object]:
+    """A holder enqueues ``key`` in an open transaction; a second enqueue of ``key`` must
+    block on it (seen in pg_locks) until the holder commits or rolls back."""
+    holder_in, finish = threading.Event(), threading.Event()
     second_pid: list[int] = []
     pid_known = threading.Event()
     outcome: dict[str, object] = {}
@@ -70,10 +70,10 @@ def test_an_enqueue_waiting_on_an_uncommitted_holder_creates_when_it_rolls_back(
     def holder() -> None:
         try:
             with transaction.atomic():
-                outcome["held"] = services.enqueue([envelope(NOOP, unique_key="k2")])[0]
+                outcome["held"] = services.enqueue([envelope(NOOP, unique_key=key)])[0]
                 holder_in.set()
-                assert roll_back.wait(30)
-                transaction.set_rollback(True)
+                assert finish.wait(30)
+                transaction.set_rollback(roll_back)
         finally:
             connection.close()
 
@@ -81,7 +81,7 @@ def test_an_enqueue_waiting_on_an_uncommitted_holder_creates_when_it_rolls_back(
         try:
             assert holder_in.wait(30)
             _backend_pid(second_pid, pid_known)
-            outcome["second"] = services.enqueue([envelope(NOOP, unique_key="k2")])[0]
+            outcome["second"] = services.enqueue([envelope(NOOP, unique_key=key)])[0]
         finally:
             connection.close()
 
@@ -93,10 +93,16 @@ def test_an_enqueue_waiting_on_an_uncommitted_holder_creates_when_it_rolls_back(
         _wait_until_blocked_on_a_lock(second_pid, pid_known)
         assert "second" not in outcome, "the second enqueue did not wait for the uncommitted holder"
     finally:
-        roll_back.set()
+        finish.set()
     for thread in threads:
         thread.join(30)
+    return outcome
 
+
+@pytest.mark.postgres
+def test_an_enqueue_waiting_on_an_uncommitted_holder_creates_when_it_rolls_back(live_clock):
+    """The second enqueue blocks on the first's uncommitted key, then creates once it rolls back."""
+    outcome = _second_enqueue_behind_an_uncommitted_holder("k2", roll_back=True)
     assert outcome["second"].disposition == "created"
     assert not Job.objects.filter(id=outcome["held"].id).exists()
     assert list(Job.objects.filter(unique_key="k2").values_list("id", flat=True)) == [outcome["second"].id]
@@ -104,39 +110,7 @@ def test_an_enqueue_waiting_on_an_uncommitted_holder_creates_when_it_rolls_back(
 
 @pytest.mark.postgres
 def test_an_enqueue_waiting_on_an_uncommitted_holder_is_a_duplicate_when_it_commits(live_clock):
-    holder_in, commit = threading.Event(), threading.Event()
-    outcome: dict[str, object] = {}
-    second_pid: list[int] = []
-    pid_known = threading.Event()
-
-    def holder() -> None:
-        try:
-            with transaction.atomic():
-                outcome["held"] = services.enqueue([envelope(NOOP, unique_key="k3")])[0]
-                holder_in.set()
-                assert commit.wait(30)
-        finally:
-            connection.close()
-
-    def second() -> None:
-        try:
-            assert holder_in.wait(30)
-            _backend_pid(second_pid, pid_known)
-            outcome["second"] = services.enqueue([envelope(NOOP, unique_key="k3")])[0]
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=holder), threading.Thread(target=second)]
-    for thread in threads:
-        thread.start()
-    assert holder_in.wait(30)
-    try:
-        _wait_until_blocked_on_a_lock(second_pid, pid_known)
-    finally:
-        commit.set()
-    for thread in threads:
-        thread.join(30)
-
+    outcome = _second_enqueue_behind_an_uncommitted_holder("k3", roll_back=False)
     assert outcome["second"].disposition == "duplicate"
     assert outcome["second"].id == outcome["held"].id
     assert Job.objects.filter(unique_key="k3").count() == 1
