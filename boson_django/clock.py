@@ -12,10 +12,12 @@ from datetime import datetime, timedelta, timezone
 
 from boson_django.services import _db
 
-_PG_NOW = """
-SELECT c.frozen_at, COALESCE(c.offset_ms, 0), clock_timestamp()
-FROM (SELECT 1) AS one LEFT JOIN boson_clock c ON c.id = 1
-"""
+#: The store time as one SQL row (column ``now``), for statements that read it inline
+#: instead of paying a round trip of their own.
+PG_NOW = (
+    "SELECT COALESCE(c.frozen_at, clock_timestamp() + COALESCE(c.offset_ms, 0) * INTERVAL '1 millisecond') AS now "
+    "FROM (SELECT 1) AS one LEFT JOIN boson_clock c ON c.id = 1"
+)
 _SQLITE_NOW = "SELECT frozen_at, offset_ms FROM boson_clock WHERE id = 1"
 
 
@@ -24,14 +26,12 @@ def now(using: str | None = None) -> datetime:
     connection = _db.conn(using)
     with connection.cursor() as cursor:
         if _db.is_postgres(connection):
-            cursor.execute(_PG_NOW)
-            frozen_at, offset_ms, server_now = cursor.fetchone()
-        else:
-            cursor.execute(_SQLITE_NOW)
-            row = cursor.fetchone()
-            frozen_at, offset_ms = row if row else (None, 0)
-            server_now = datetime.now(timezone.utc)
-    return from_row(frozen_at, offset_ms, server_now)
+            cursor.execute(PG_NOW)
+            return _db.dt_value(cursor.fetchone()[0])  # type: ignore[return-value]
+        cursor.execute(_SQLITE_NOW)
+        row = cursor.fetchone()
+    frozen_at, offset_ms = row if row else (None, 0)
+    return from_row(frozen_at, offset_ms, datetime.now(timezone.utc))
 
 
 def from_row(frozen_at: object, offset_ms: int | None, server_now: object) -> datetime:

@@ -22,7 +22,7 @@ from typing import Any
 from boson_django import clock, conf, transitions
 from boson_django.errors import InvalidEnvelope, LeaseRejected, StoreError
 from boson_django.models import Job
-from boson_django.services import _db, acks, leases, throughput
+from boson_django.services import _db, ack_pg, acks, leases, throughput
 from boson_django.services.types import LeaseRef
 from boson_django.states import JobState, Outcome
 
@@ -55,7 +55,6 @@ class AckReply:
         return self.error is None
 
 
-@_db.store_transaction
 def ack_many(requests: Sequence[AckRequest], *, using: str | None = None) -> list[AckReply]:
     """Apply many acks in one transaction; one reply per request, in order.
 
@@ -64,7 +63,58 @@ def ack_many(requests: Sequence[AckRequest], *, using: str | None = None) -> lis
     held (stale fence, not running, expired, acked twice in the batch) gets
     ``LeaseRejected`` in its reply, and neither changes anything nor affects the others.
     Not idempotent, like :func:`ack`.
+
+    On PostgreSQL the plain successes are applied first by one statement
+    (:mod:`~boson_django.services.ack_pg`, its own transaction unless the caller has
+    one); the rest, and any of those whose lease no longer held, then take the general
+    path in a second transaction.
     """
+    db = _db.alias(using)
+    replies: list[AckReply | None] = [None] * len(requests)
+    rest = list(range(len(requests)))
+    connection = _db.conn(db)
+    if _db.is_postgres(connection):
+        rest = _ack_plain_pg(requests, replies, connection, db)
+    if rest:
+        for i, reply in zip(rest, _ack_general([requests[i] for i in rest], using=db)):
+            replies[i] = reply
+    return replies  # type: ignore[return-value]
+
+
+def _ack_plain_pg(
+    requests: Sequence[AckRequest], replies: list[AckReply | None], connection: Any, using: str
+) -> list[int]:
+    """Complete the batch's plain successes in one statement; the indexes left for the
+    general path (everything else, and plain ones the statement did not match)."""
+    plain: dict[str, tuple[int, LeaseRef, acks.Checked]] = {}
+    twice: set[str] = set()
+    for i, req in enumerate(requests):
+        try:
+            ref = leases.as_lease(req.lease)
+            ok = acks.check(req.outcome, req.error, req.delay_ms, req.logs, req.actual_weight, req.result)
+        except InvalidEnvelope:
+            continue
+        if ref.job_id in plain:
+            twice.add(ref.job_id)
+        elif ok.outcome is Outcome.SUCCESS and not ok.logs and not ok.error and ok.weight is None:
+            plain[ref.job_id] = (i, ref, ok)
+    for job_id in twice:  # the general path says which ack of the job won
+        plain.pop(job_id, None)
+    if not plain:
+        return list(range(len(requests)))
+    batch = [(ref.job_id, ref.fence, None if ok.result is None else _db.to_json(ok.result)) for _, ref, ok in plain.values()]
+    done, now = ack_pg.complete(connection, batch, conf.get().RETENTION_MS)
+    transitions.acked([(job, Outcome.SUCCESS, JobState.COMPLETED.value) for job in done.values()], now, using)
+    for job_id in done:
+        i, ref, _ = plain[job_id]
+        replies[i] = AckReply(ref, state=JobState.COMPLETED.value, at=now)
+    return [i for i, reply in enumerate(replies) if reply is None]
+
+
+@_db.store_transaction
+def _ack_general(requests: Sequence[AckRequest], *, using: str | None = None) -> list[AckReply]:
+    """Every ack the single statement does not cover, each through the checks and
+    transition code of :func:`ack`, sharing one transaction."""
     assert using is not None
     replies: list[AckReply | None] = [None] * len(requests)
     checked: dict[int, tuple[LeaseRef, acks.Checked]] = {}

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from boson_django import clock, transitions, validation
-from boson_django.services import _db, history
+from boson_django.services import _db, claim_pg, history
 from boson_django.services.buckets import Buckets
 from boson_django.services.jobrows import JOB_COLUMNS, envelope_from_row
 from boson_django.services.types import AdmissionUnit, LeaseRef
@@ -73,7 +73,6 @@ class _ActiveLimits:
             self.free[task] += 1  # type: ignore[operator]
 
 
-@_db.store_transaction
 def admit(
     worker_id: str,
     queues: Sequence[str] | None,
@@ -89,6 +88,10 @@ def admit(
     rows that cap ``max_active``. Accepts only ``available`` jobs; each claim raises the
     job's fence by one. ``queues`` empty or None means every queue. Jobs held back by one
     rate class or task cap do not block others. Not idempotent: each call claims anew.
+
+    On PostgreSQL the jobs that need no bucket or cap are claimed by one statement
+    (:mod:`~boson_django.services.claim_pg`, its own transaction unless the caller has
+    one); only when candidates needing one were met does the general path run after it.
     """
     worker_id = validation.name(worker_id, "worker_id", max_len=255)
     limit = validation.whole(limit, "limit")
@@ -96,7 +99,23 @@ def admit(
     wanted = [validation.name(q, "queues") for q in (queues or [])]
     if limit == 0:
         return []
-    assert using is not None
+    db = _db.alias(using)
+    connection = _db.conn(db)
+    if not _db.is_postgres(connection):
+        return _admit(worker_id, wanted, limit, lease_ms=lease_ms, using=db)
+    rows, held, now = claim_pg.claim_free(connection, worker_id, wanted, limit, lease_ms)
+    units = [_unit(row) for row in rows]
+    transitions.admitted(units, now, db)
+    if held and len(units) < limit:
+        units += _admit(worker_id, wanted, limit - len(units), lease_ms=lease_ms, using=db)
+    return units
+
+
+@_db.store_transaction
+def _admit(
+    worker_id: str, wanted: list[str], limit: int, *, lease_ms: int | None, using: str
+) -> list[AdmissionUnit]:
+    """The general path: buckets and caps decide, candidate by candidate, in bounded rounds."""
     now = clock.now(using)
     buckets, caps = Buckets(using, now), _ActiveLimits(using)
     picked = _pick(using, wanted, limit, buckets, caps)

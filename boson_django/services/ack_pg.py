@@ -1,0 +1,101 @@
+"""PostgreSQL fast path of ack_many: the common ack as one statement.
+
+Most acks a worker sends are plain successes: no error, no log lines, no weight
+correction, a job that keeps its row. For a batch of those, locking the rows (id
+order), checking each lease (same fence, still ``running``, unexpired on the store
+clock), completing the jobs, closing their runs, storing their results and counting
+them is one data-modifying statement: one round trip and one commit for the batch. A
+lease that fails its check is simply not matched -- nothing of it is written -- and
+:func:`boson_django.services.ack_many` sends it down the general path, which says why.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from boson_django import clock
+from boson_django.services import _db, throughput
+
+_COMPLETE = """
+WITH clk AS ({now}),
+req AS (SELECT * FROM unnest(%s::text[], %s::bigint[], %s::text[]) AS r(id, fence, result)),
+locked AS MATERIALIZED (
+  SELECT j.id FROM boson_job j JOIN req ON j.id = req.id AND j.fence = req.fence
+  WHERE j.state = 'running' AND j.lease_expires_at > (SELECT now FROM clk)
+    AND j.retention_ms IS DISTINCT FROM 0
+  ORDER BY j.id
+  FOR UPDATE OF j
+),
+done AS (
+  UPDATE boson_job j SET state = 'completed', attempt = j.attempt + 1, lease_holder = NULL,
+    lease_expires_at = NULL, finalized_at = clk.now,
+    expires_at = clk.now + COALESCE(j.retention_ms, %s) * INTERVAL '1 millisecond'
+  FROM locked, clk
+  WHERE j.id = locked.id
+  RETURNING j.id, j.task, j.queue, j.fence, j.attempt, j.attempted_at, j.run_at
+),
+runs AS (
+  UPDATE boson_run r SET finished_at = clk.now, outcome = 'success', error = '', logs = '[]'::jsonb,
+    recorded = FALSE
+  FROM done, clk
+  WHERE r.job_id = done.id AND r.fence = done.fence AND r.finished_at IS NULL
+),
+results AS (
+  INSERT INTO boson_job_data (job_id, kind, attempt, fence, at, data)
+  SELECT done.id, 'result', done.attempt, done.fence, clk.now, req.result::jsonb
+  FROM done JOIN req ON req.id = done.id, clk
+  WHERE req.result IS NOT NULL
+  ON CONFLICT (job_id, kind) DO UPDATE SET attempt = excluded.attempt, fence = excluded.fence,
+    at = excluded.at, data = excluded.data
+),
+counted AS (
+  INSERT INTO boson_throughput_minute (minute, queue, outcome, wait_bucket, shard, count)
+  SELECT date_trunc('minute', clk.now), done.queue, 'completed',
+    floor(log(2.0, (GREATEST(EXTRACT(EPOCH FROM COALESCE(done.attempted_at, clk.now) - done.run_at) * 1000, 0)
+                    + 1)::numeric))::int AS bucket,
+    %s, COUNT(*)
+  FROM done, clk
+  GROUP BY 1, 2, 4
+  ON CONFLICT (minute, queue, outcome, wait_bucket, shard)
+    DO UPDATE SET count = boson_throughput_minute.count + excluded.count
+)
+SELECT done.id, done.task, done.queue, done.fence, done.attempted_at, clk.now AS store_now
+FROM clk LEFT JOIN done ON TRUE
+"""
+
+
+@dataclass(frozen=True)
+class Completed:
+    """A job the statement completed (what transitions and replies need of it)."""
+
+    id: str
+    task: str
+    queue: str
+    fence: int
+    attempted_at: datetime | None
+
+
+def complete(
+    connection: Any, acks: Sequence[tuple[str, int, str | None]], retention_ms: int
+) -> tuple[dict[str, Completed], datetime]:
+    """Complete ``(job_id, fence, result JSON or None)`` leases that still hold; returns the
+    completed jobs by id and the store time. Leases that no longer hold are left out."""
+    ids, fences, results = zip(*acks)
+    rows = _db.one_statement(
+        connection, _sql(), [list(ids), list(fences), list(results), retention_ms, random.randrange(throughput.SHARDS)]
+    )
+    done = {
+        row["id"]: Completed(row["id"], row["task"], row["queue"], row["fence"], _db.dt_value(row["attempted_at"]))
+        for row in rows if row["id"] is not None
+    }
+    return done, _db.dt_value(rows[0]["store_now"])  # type: ignore[return-value]
+
+
+@functools.cache
+def _sql() -> str:
+    return _COMPLETE.format(now=clock.PG_NOW)

@@ -1,0 +1,87 @@
+"""PostgreSQL fast path of admission: the common claim as one statement.
+
+Most admitted jobs have no rate class and no ``max_active`` cap: nothing has to be
+counted or charged before they run. For those, picking the candidates (``FOR UPDATE
+SKIP LOCKED``, claim order), raising their fences, setting their leases and opening
+their runs is one data-modifying statement -- one round trip, one commit, the store
+clock read inside it. Candidates that do need a bucket or a cap are left untouched and
+counted; :func:`boson_django.services.admission.admit` hands the slots they would have
+taken to the general path, which makes the full decision for them.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+from boson_django import clock
+from boson_django.services import _db
+from boson_django.services.jobrows import JOB_COLUMNS
+
+_RETURNED = ", ".join(f"j.{c.strip()}" for c in JOB_COLUMNS.split(","))
+
+#: A queue table's statistics are often stale (a burst of new jobs after ANALYZE saw
+#: mostly finished ones); with bitmap scans allowed the planner then sorts every
+#: available row on each claim instead of walking the claim index (70 ms against
+#: 0.4 ms for 20,000 queued jobs, measured).
+_PLANNER = ("enable_bitmapscan = off",)
+
+_CLAIM = """
+WITH clk AS ({now}),
+cand AS MATERIALIZED (
+  SELECT j.id,
+    j.rate_class IS NULL AND NOT EXISTS (
+      SELECT 1 FROM boson_task_config tc WHERE tc.task = j.task AND tc.max_active IS NOT NULL
+    ) AS free
+  FROM boson_job j
+  WHERE j.state = 'available' AND j.queue NOT IN (SELECT name FROM boson_queue WHERE paused) {lanes}
+  ORDER BY j.priority DESC, j.run_at, j.id
+  LIMIT %s
+  FOR UPDATE OF j SKIP LOCKED
+),
+claimed AS (
+  UPDATE boson_job j SET state = 'running', fence = j.fence + 1, lease_holder = %s,
+    lease_expires_at = clk.now + COALESCE(%s, j.lease_ms) * INTERVAL '1 millisecond',
+    charged_weight = 0, started_at = COALESCE(j.started_at, clk.now), attempted_at = clk.now
+  FROM cand, clk
+  WHERE j.id = cand.id AND cand.free
+  RETURNING {returned}, j.enqueued_at, j.started_at, j.attempted_at,
+    NOT EXISTS (SELECT 1 FROM boson_run r WHERE r.job_id = j.id) AS first_run
+),
+runs AS (
+  INSERT INTO boson_run (job_id, task, queue, attempt, fence, worker_id, started_at, finished_at,
+                         outcome, error, logs, recorded)
+  SELECT id, task, queue, attempt + 1, fence, %s, attempted_at, NULL, '', '', '[]'::jsonb, FALSE
+  FROM claimed
+)
+SELECT claimed.*, clk.now AS store_now, (SELECT COUNT(*) FROM cand WHERE NOT cand.free) AS held
+FROM clk LEFT JOIN claimed ON TRUE
+"""
+
+
+def claim_free(
+    connection: Any, worker_id: str, lanes: Sequence[str], limit: int, lease_ms: int | None
+) -> tuple[list[dict[str, Any]], int, Any]:
+    """Claim up to ``limit`` jobs that need no bucket or cap, in claim order.
+
+    Returns ``(rows, held, now)``: the claimed job rows (runs opened), how many
+    candidates among the first ``limit`` need the general path, and the store time.
+    """
+    fetched = _db.one_statement(
+        connection, _claim_sql(len(lanes)), [*lanes, limit, worker_id, lease_ms, worker_id], planner=_PLANNER
+    )
+    rows = sorted((row for row in fetched if row["id"] is not None), key=_claim_order)
+    return rows, fetched[0]["held"], fetched[0]["store_now"]
+
+
+@functools.cache
+def _claim_sql(lanes: int) -> str:
+    """The statement for ``lanes`` named queues (0: every queue); built on first use."""
+    where = f"AND j.queue IN ({', '.join(['%s'] * lanes)})" if lanes else ""
+    return _CLAIM.format(now=clock.PG_NOW, lanes=where, returned=_RETURNED)
+
+
+def _claim_order(row: dict[str, Any]) -> tuple[int, Any, str]:
+    """RETURNING has no order: the batch is started in the order it was picked."""
+    return -row["priority"], row["run_at"], row["id"]
