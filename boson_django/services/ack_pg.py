@@ -21,15 +21,20 @@ from typing import Any
 from boson_django import clock
 from boson_django.services import _db, throughput
 
+#: Every join here is written as a LATERAL lookup by key, so the plan does not depend on
+#: the estimates of a queue table's statistics, which are often stale (a plan driven by
+#: a partial index the statistics think nearly empty compares every pair of rows).
 _COMPLETE = """
 WITH clk AS ({now}),
-req AS (SELECT * FROM unnest(%s::text[], %s::bigint[], %s::text[]) AS r(id, fence, result)),
 locked AS MATERIALIZED (
-  SELECT j.id FROM boson_job j JOIN req ON j.id = req.id AND j.fence = req.fence
-  WHERE j.state = 'running' AND j.lease_expires_at > (SELECT now FROM clk)
-    AND j.retention_ms IS DISTINCT FROM 0
-  ORDER BY j.id
-  FOR UPDATE OF j
+  SELECT x.id, req.result
+  FROM (SELECT * FROM unnest(%s::text[], %s::bigint[], %s::text[]) AS r(id, fence, result) ORDER BY 1) AS req
+  CROSS JOIN LATERAL (
+    SELECT j.id FROM boson_job j
+    WHERE j.id = req.id AND j.fence = req.fence AND j.state = 'running'
+      AND j.lease_expires_at > (SELECT now FROM clk) AND j.retention_ms IS DISTINCT FROM 0
+    FOR UPDATE
+  ) AS x
 ),
 done AS (
   UPDATE boson_job j SET state = 'completed', attempt = j.attempt + 1, lease_holder = NULL,
@@ -37,27 +42,31 @@ done AS (
     expires_at = clk.now + COALESCE(j.retention_ms, %s) * INTERVAL '1 millisecond'
   FROM locked, clk
   WHERE j.id = locked.id
-  RETURNING j.id, j.task, j.queue, j.fence, j.attempt, j.attempted_at, j.run_at
+  RETURNING j.id, j.task, j.queue, j.fence, j.attempt, j.attempted_at, j.run_at, locked.result
 ),
 runs AS (
   UPDATE boson_run r SET finished_at = clk.now, outcome = 'success', error = '', logs = '[]'::jsonb,
     recorded = FALSE
-  FROM done, clk
-  WHERE r.job_id = done.id AND r.fence = done.fence AND r.finished_at IS NULL
+  FROM clk
+  WHERE r.id IN (
+    SELECT o.id FROM done CROSS JOIN LATERAL (
+      SELECT id FROM boson_run WHERE job_id = done.id AND fence = done.fence AND finished_at IS NULL LIMIT 1
+    ) AS o
+  )
 ),
 results AS (
   INSERT INTO boson_job_data (job_id, kind, attempt, fence, at, data)
-  SELECT done.id, 'result', done.attempt, done.fence, clk.now, req.result::jsonb
-  FROM done JOIN req ON req.id = done.id, clk
-  WHERE req.result IS NOT NULL
+  SELECT done.id, 'result', done.attempt, done.fence, clk.now, done.result::jsonb
+  FROM done, clk
+  WHERE done.result IS NOT NULL
   ON CONFLICT (job_id, kind) DO UPDATE SET attempt = excluded.attempt, fence = excluded.fence,
     at = excluded.at, data = excluded.data
 ),
 counted AS (
   INSERT INTO boson_throughput_minute (minute, queue, outcome, wait_bucket, shard, count)
   SELECT date_trunc('minute', clk.now), done.queue, 'completed',
-    floor(log(2.0, (GREATEST(EXTRACT(EPOCH FROM COALESCE(done.attempted_at, clk.now) - done.run_at) * 1000, 0)
-                    + 1)::numeric))::int AS bucket,
+    floor(ln(GREATEST(EXTRACT(EPOCH FROM COALESCE(done.attempted_at, clk.now) - done.run_at)::float8 * 1000, 0) + 1)
+          / ln(2) + 1e-9)::int AS bucket,
     %s, COUNT(*)
   FROM done, clk
   GROUP BY 1, 2, 4
