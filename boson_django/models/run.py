@@ -14,7 +14,8 @@ class Run(models.Model):
     logs close their run without recording it.
     """
 
-    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="runs", db_constraint=False)
+    # No index of its own: boson_run_job_fence (job, fence) serves every lookup by job.
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="runs", db_constraint=False, db_index=False)
     task = models.CharField(max_length=255)
     queue = models.CharField(max_length=100)
     attempt = models.PositiveIntegerField(help_text="1-based number of the attempt this run is.")
@@ -49,7 +50,8 @@ class JobData(models.Model):
         OUTPUT = "output"
         PROGRESS = "progress"
 
-    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="data", db_constraint=False)
+    # No index of its own: the unique (job, kind) constraint serves every lookup by job.
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="data", db_constraint=False, db_index=False)
     kind = models.CharField(max_length=8, choices=Kind.choices)
     attempt = models.PositiveIntegerField()
     fence = models.BigIntegerField()
