@@ -31,6 +31,7 @@ DEFAULTS: dict[str, Any] = {
     "SHUTDOWN_GRACE_MS": 30_000,
     "NOTIFY": True,
     "NOTIFY_CHANNEL": "boson",
+    "PREPARED_STATEMENTS": True,
     "RECONNECT_MAX_MS": 30_000,
     "LOG_CAPTURE_LEVEL": 20,
     "EMBEDDED_WORKER": False,
@@ -56,6 +57,11 @@ DOCS: dict[str, str] = {
     "SHUTDOWN_GRACE_MS": "On SIGTERM, how long running jobs may finish before they are released.",
     "NOTIFY": "PostgreSQL: wake idle workers with LISTEN/NOTIFY (False = poll only, e.g. PgBouncer).",
     "NOTIFY_CHANNEL": "PostgreSQL channel used for wake-ups.",
+    "PREPARED_STATEMENTS": (
+        "PostgreSQL with psycopg 3: prepare the hot statements (claim, ack) once per connection instead of "
+        "planning them on every call. False behind a pooler that loses prepared statements (PgBouncer in "
+        "transaction mode before 1.21, or with max_prepared_statements = 0)."
+    ),
     "RECONNECT_MAX_MS": "Longest wait between reconnect attempts after a database error.",
     "LOG_CAPTURE_LEVEL": "Lowest logging level captured into a job's attempt record.",
     "EMBEDDED_WORKER": "Start a worker thread inside the web process (see boson_django.worker.embedded).",
@@ -82,6 +88,7 @@ RULES: dict[str, tuple[type | tuple[type, ...], int | None]] = {
     "SHUTDOWN_GRACE_MS": (int, 0),
     "NOTIFY": (bool, None),
     "NOTIFY_CHANNEL": (str, None),
+    "PREPARED_STATEMENTS": (bool, None),
     "RECONNECT_MAX_MS": (int, 1),
     "LOG_CAPTURE_LEVEL": (int, 0),
     "EMBEDDED_WORKER": (bool, None),
@@ -109,6 +116,7 @@ class Settings:
     SHUTDOWN_GRACE_MS: int
     NOTIFY: bool
     NOTIFY_CHANNEL: str
+    PREPARED_STATEMENTS: bool
     RECONNECT_MAX_MS: int
     LOG_CAPTURE_LEVEL: int
     EMBEDDED_WORKER: bool

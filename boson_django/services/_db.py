@@ -87,6 +87,10 @@ def fetch_dicts(cursor: Any) -> list[dict[str, Any]]:
     return [dict(zip(names, row)) for row in cursor.fetchall()]
 
 
+#: A prepare threshold no query reaches by repetition: only ``prepare=True`` prepares.
+_ONLY_WHEN_ASKED = 2**31 - 1
+
+
 def one_statement(
     connection: BaseDatabaseWrapper, sql: str, params: Sequence[Any], *, planner: Sequence[str] = ()
 ) -> list[dict[str, Any]]:
@@ -97,7 +101,15 @@ def one_statement(
     transaction), the statement and ``COMMIT``, prepares the statement once per
     connection (no planning per call) and reads timestamps with psycopg's C loader
     (Django's is pure Python). Inside the caller's transaction it joins that, without
-    the settings. psycopg2 gets the same statement in an ordinary transaction.
+    the settings; in autocommit with no settings the statement alone is the transaction
+    (the pipelined ``BEGIN``/``COMMIT`` waited for more than it saved). psycopg2 gets
+    the same statement in an ordinary transaction.
+
+    Django turns psycopg's preparing off (``prepare_threshold`` None) because poolers in
+    transaction mode lose prepared statements; planning these statements costs more than
+    running them (measured: a one-job claim 2.4 ms planned each call, 0.9 ms prepared),
+    so they are prepared anyway unless ``BOSON["PREPARED_STATEMENTS"]`` is False. Only
+    they are: the threshold is restored as soon as the statement has run.
     """
     from django.db.backends.postgresql.psycopg_any import is_psycopg3
 
@@ -112,15 +124,21 @@ def one_statement(
     raw = connection.connection
     cursor = psycopg.Cursor(raw)
     cursor.adapters.register_loader("timestamptz", TimestamptzLoader)  # the C version when installed
-    with connection.wrap_database_errors:
-        if connection.in_atomic_block:
-            cursor.execute(sql, params, prepare=True)
-        else:
-            with raw.pipeline(), raw.transaction():
-                for setting in planner:
-                    raw.execute(f"SET LOCAL {setting}")
-                cursor.execute(sql, params, prepare=True)
-        return fetch_dicts(cursor)
+    threshold = raw.prepare_threshold
+    if threshold is None and conf.get().PREPARED_STATEMENTS:
+        raw.prepare_threshold = _ONLY_WHEN_ASKED  # for this statement only; Django's queries stay unprepared
+    try:
+        with connection.wrap_database_errors:
+            if connection.in_atomic_block or (raw.autocommit and not planner):
+                cursor.execute(sql, params, prepare=True)  # autocommit: its own transaction already
+            else:
+                with raw.pipeline(), raw.transaction():
+                    for setting in planner:
+                        raw.execute(f"SET LOCAL {setting}")
+                    cursor.execute(sql, params, prepare=True)
+            return fetch_dicts(cursor)
+    finally:
+        raw.prepare_threshold = threshold
 
 
 def lock_by_key(
