@@ -65,8 +65,14 @@ def _started(attempt: Attempt, task: Any) -> tuple[Any, list[Any]]:
     return result, args
 
 
+#: Return values JSON stores as they are: no round trip through the encoder needed.
+_JSON_AS_IS = (type(None), bool, int, str)
+
+
 def _succeeded(value: Any) -> Finish:
     """A return value is stored as JSON (as Django's backends normalise it)."""
+    if type(value) in _JSON_AS_IS:
+        return Finish(Outcome.SUCCESS, result=value)
     try:
         stored = json.loads(json.dumps(value, allow_nan=False))
     except (TypeError, ValueError) as exc:
