@@ -87,6 +87,7 @@ def _ack_plain_pg(
     """Complete the batch's plain successes in one statement; the indexes left for the
     general path (everything else, and plain ones the statement did not match)."""
     plain: dict[str, tuple[int, LeaseRef, acks.Checked]] = {}
+    seen: set[str] = set()
     twice: set[str] = set()
     for i, req in enumerate(requests):
         try:
@@ -94,11 +95,12 @@ def _ack_plain_pg(
             ok = acks.check(req.outcome, req.error, req.delay_ms, req.logs, req.actual_weight, req.result)
         except InvalidEnvelope:
             continue
-        if ref.job_id in plain:
+        if ref.job_id in seen:
             twice.add(ref.job_id)
-        elif ok.outcome is Outcome.SUCCESS and not ok.logs and not ok.error and ok.weight is None:
-            plain[ref.job_id] = (i, ref, ok)
-    for job_id in twice:  # the general path says which ack of the job won
+        seen.add(ref.job_id)
+        if ok.outcome is Outcome.SUCCESS and not ok.logs and not ok.error and ok.weight is None:
+            plain.setdefault(ref.job_id, (i, ref, ok))
+    for job_id in twice:  # acked twice in the batch: the general path lets the first win
         plain.pop(job_id, None)
     if not plain:
         return list(range(len(requests)))
@@ -257,8 +259,8 @@ def _count(done: list[tuple[int, _Row, acks.Checked]], now: datetime, using: str
     keys: Counter[tuple[str, int]] = Counter()
     for _, job, _ in done:
         admitted = job.attempted_at or now
-        wait_ms = (admitted - job.run_at).total_seconds() * 1000 if job.run_at else 0.0
-        keys[(job.queue, throughput.wait_bucket(wait_ms))] += 1
+        waited = throughput.wait_ms(admitted, job.run_at) if job.run_at else 0.0
+        keys[(job.queue, throughput.wait_bucket(waited))] += 1
     throughput.count_many(
         [(queue, "completed", bucket, n) for (queue, bucket), n in sorted(keys.items())],
         now, random.randrange(throughput.SHARDS), using,

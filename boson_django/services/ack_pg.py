@@ -21,6 +21,8 @@ from typing import Any
 from boson_django import clock
 from boson_django.services import _db, throughput
 
+#: The wait bucket is ``throughput.wait_bucket``'s exact floor(log2(wait_ms + 1)): wait_ms
+#: from the exact interval, the float log2 estimate corrected against powers of two.
 #: Every join here is written as a LATERAL lookup by key, so the plan does not depend on
 #: the estimates of a queue table's statistics, which are often stale (a plan driven by
 #: a partial index the statistics think nearly empty compares every pair of rows).
@@ -64,11 +66,16 @@ results AS (
 ),
 counted AS (
   INSERT INTO boson_throughput_minute (minute, queue, outcome, wait_bucket, shard, count)
-  SELECT date_trunc('minute', clk.now), done.queue, 'completed',
-    floor(ln(GREATEST(EXTRACT(EPOCH FROM COALESCE(done.attempted_at, clk.now) - done.run_at)::float8 * 1000, 0) + 1)
-          / ln(2) + 1e-9)::int AS bucket,
+  SELECT date_trunc('minute', clk.now), w.queue, 'completed',
+    e.b + CASE WHEN w.x >= power(2::float8, e.b + 1) THEN 1 WHEN w.x < power(2::float8, e.b) THEN -1 ELSE 0 END
+      AS bucket,
     %s, COUNT(*)
-  FROM done, clk
+  FROM clk, (
+    SELECT done.queue,
+      GREATEST((EXTRACT(EPOCH FROM COALESCE(done.attempted_at, clk.now) - done.run_at) * 1000)::float8, 0) + 1 AS x
+    FROM done, clk
+  ) AS w
+  CROSS JOIN LATERAL (SELECT floor(ln(w.x) / ln(2))::int AS b) AS e
   GROUP BY 1, 2, 4
   ON CONFLICT (minute, queue, outcome, wait_bucket, shard)
     DO UPDATE SET count = boson_throughput_minute.count + excluded.count

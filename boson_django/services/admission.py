@@ -108,7 +108,13 @@ def admit(
     transitions.admitted(units, now, db)
     if held and len(units) < limit:
         units += _admit(worker_id, wanted, limit - len(units), lease_ms=lease_ms, using=db)
+        units.sort(key=_claim_order)  # one batch in claim order, whichever path claimed each
     return units
+
+
+def _claim_order(unit: AdmissionUnit) -> tuple[int, Any, str]:
+    env = unit.envelope
+    return -(env.priority or 0), env.run_at, env.id or ""
 
 
 @_db.store_transaction

@@ -39,9 +39,17 @@ def label(outcome: Outcome, spent: int, max_attempts: int) -> str | None:
     return None
 
 
+def wait_ms(admitted: datetime, due: datetime) -> float:
+    """Milliseconds from due to admitted, from whole microseconds (float seconds would put
+    a wait of exactly 1023 ms at 1022.9999999999999)."""
+    return (admitted - due) / timedelta(milliseconds=1)
+
+
 def wait_bucket(wait_ms: float) -> int:
-    """``floor(log2(wait_ms + 1))``: bucket b holds waits in [2**b - 1, 2**(b+1) - 1) ms."""
-    return int(math.log2(max(wait_ms, 0.0) + 1.0))
+    """``floor(log2(wait_ms + 1))``, exactly (no rounding of a float log2 at the edges):
+    bucket b holds waits in [2**b - 1, 2**(b+1) - 1) ms. The batched ack computes the same
+    in SQL (:mod:`boson_django.services.ack_pg`)."""
+    return math.frexp(max(wait_ms, 0.0) + 1.0)[1] - 1
 
 
 def count_finish(job: Any, outcome: Outcome, spent: int, now: datetime, using: str) -> None:
@@ -50,11 +58,11 @@ def count_finish(job: Any, outcome: Outcome, spent: int, now: datetime, using: s
     if kind is None:
         return
     admitted = job.attempted_at or now
-    wait_ms = (admitted - job.run_at).total_seconds() * 1000 if job.run_at else 0.0
+    waited = wait_ms(admitted, job.run_at) if job.run_at else 0.0
     connection = _db.conn(using)
     minute = _db.dt_param(connection, now.replace(second=0, microsecond=0))
     with connection.cursor() as cursor:
-        cursor.execute(_UPSERT, [minute, job.queue, kind, wait_bucket(wait_ms), random.randrange(SHARDS)])
+        cursor.execute(_UPSERT, [minute, job.queue, kind, wait_bucket(waited), random.randrange(SHARDS)])
 
 
 def count_many(rows: list[tuple[str, str, int, int]], now: datetime, shard: int, using: str) -> None:
