@@ -70,7 +70,11 @@ class BucketState:
         return int(missing * self.window_ms / self.limit) + 1
 
 
+#: ``json.dumps`` with these options, built once (it builds an encoder per call).
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+
+
 def fingerprint(task: str, args: Any, kwargs: Any) -> str:
     """A stable hash of task and arguments: same call, same fingerprint."""
-    canonical = json.dumps([task, args, kwargs], sort_keys=True, separators=(",", ":"))
+    canonical = _CANONICAL.encode([task, args, kwargs])
     return hashlib.sha256(canonical.encode()).hexdigest()[:40]

@@ -16,6 +16,11 @@ MAX_KEY = 255
 MAX_MS = 100 * 365 * 86_400_000
 #: Counts fit the store's 32-bit integer columns.
 MAX_COUNT = 2**31 - 1
+#: One encoder for every call: ``json.dumps`` with options builds a new one each time.
+#: ``ensure_ascii`` (the default) keeps the text ASCII, so its length is its size in bytes.
+_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+#: The text of an empty list, tuple or dict (most envelopes' kwargs and meta): nothing to walk.
+_EMPTY: dict[type, str] = {list: "[]", tuple: "[]", dict: "{}"}
 #: JSON nesting depth accepted: deeper values would overflow Python's recursion limit
 #: when a worker decodes them (and when they are checked here).
 MAX_JSON_DEPTH = 200
@@ -116,10 +121,12 @@ def aware(value: Any, field: str, *, index: int | None = None) -> datetime | Non
 
 
 def json_text(value: Any, field: str, *, index: int | None = None) -> str:
-    """The canonical JSON of ``value``; anything JSON cannot hold is refused."""
+    """The canonical JSON of ``value`` (ASCII); anything JSON cannot hold is refused."""
+    if not value and type(value) in _EMPTY:
+        return _EMPTY[type(value)]
     _check_json(value, field, index)
     try:
-        return json.dumps(value, separators=(",", ":"), allow_nan=False)
+        return _ENCODER.encode(value)
     except (TypeError, ValueError) as exc:
         raise InvalidEnvelope(field, f"is not JSON: {exc}", index=index) from None
 
