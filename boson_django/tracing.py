@@ -40,7 +40,7 @@ def _tracer() -> Any:
 @contextmanager
 def enqueue_span(batch: list[Any]) -> Iterator[list[Any]]:
     """Yields the batch with the span's context in each envelope's meta."""
-    if trace is None or not batch:
+    if trace is None or not batch or _silent():
         yield batch
         return
     first = batch[0]
@@ -50,6 +50,18 @@ def enqueue_span(batch: list[Any]) -> Iterator[list[Any]]:
         carrier: dict[str, str] = {}
         propagate.inject(carrier)
         yield [_with_context(e, carrier) for e in batch] if carrier else batch
+
+
+def _silent() -> bool:
+    """Nobody would see the span: no tracer provider was set (the API's proxy with no SDK
+    behind it makes non-recording spans) and no span is current (so there is no context
+    to hand on either). Then the span and the injection would change nothing, and they
+    cost more than a one-job enqueue's own Python work."""
+    return (
+        _provider is None
+        and isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+        and not trace.get_current_span().get_span_context().is_valid
+    )
 
 
 def _with_context(envelope: Any, carrier: dict[str, str]) -> Any:
