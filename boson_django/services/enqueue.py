@@ -1,9 +1,14 @@
-"""enqueue: validate a batch, then insert it in one transaction, all or nothing."""
+"""enqueue: validate a batch, then insert it in one transaction, all or nothing.
+
+On PostgreSQL one envelope enqueued outside any transaction is one autocommit statement
+(:func:`enqueue_pg.insert_alone`); everything else runs in a store transaction that
+joins the caller's.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -25,17 +30,46 @@ _COLUMNS = (
     "timeout_ms", "crash_limit", "attempt", "crash_attempt", "fence", "charged_weight",
     "last_error", "run_at", "enqueued_at",
 )
-_JSON_COLUMNS = {"args", "kwargs", "meta"}
+_JSON_COLUMNS = frozenset({"args", "kwargs", "meta"})
 _HOLDING_SQL = ", ".join(f"'{s.value}'" for s in sorted(UNIQUE_HOLDING))
 _CONFLICT = f"ON CONFLICT (unique_key) WHERE state IN ({_HOLDING_SQL}) AND unique_key IS NOT NULL DO NOTHING"
+#: How often a one-statement enqueue re-reads a TaskConfig row that changed under it
+#: before it takes the transactional path instead.
+_CONFIG_TRIES = 3
+
+#: Each policy field's check, for an envelope's own value and for the resolved one alike.
+_POLICY_CHECKS: dict[str, Callable[[Any, int], Any]] = {
+    "queue": lambda v, i: validation.name(v, "queue", index=i),
+    "priority": lambda v, i: validation.priority(v, index=i),
+    "weight": lambda v, i: validation.amount(v, "weight", index=i),
+    "rate_class": lambda v, i: validation.optional_name(v, "rate_class", index=i),
+    "max_attempts": lambda v, i: validation.whole(v, "max_attempts", minimum=1, index=i),
+    "retention_ms": lambda v, i: validation.whole(v, "retention_ms", index=i),
+    "lease_ms": lambda v, i: validation.whole(v, "lease_ms", minimum=1, index=i),
+    "timeout_ms": lambda v, i: validation.optional_whole(v, "timeout_ms", minimum=1, index=i),
+    "crash_limit": lambda v, i: validation.whole(v, "crash_limit", minimum=1, index=i),
+}
+#: The policy an envelope may give itself, in the order it is checked (``crash_limit``
+#: comes from TaskConfig, code or settings only).
+_GIVEN_CHECKS: dict[str, Callable[[Any, int], Any]] = {
+    "queue": _POLICY_CHECKS["queue"],
+    "priority": _POLICY_CHECKS["priority"],
+    "unique_key": lambda v, i: validation.name(v, "unique_key", index=i, max_len=255),
+    **{name: _POLICY_CHECKS[name] for name in (
+        "weight", "rate_class", "max_attempts", "retention_ms", "lease_ms", "timeout_ms")},
+}
 
 
-@dataclass
-class _Row:
-    """A validated envelope with every policy field resolved."""
+@dataclass(frozen=True)
+class Enqueued:
+    """One envelope's result and its row (as written, when ``created``).
 
+    ``notified``: the NOTIFY was sent by the enqueue's own statement.
+    """
+
+    result: EnqueueResult
     values: dict[str, Any]
-    payload_bytes: int
+    notified: bool = False
 
 
 def enqueue(
@@ -50,109 +84,207 @@ def enqueue(
     key make one job. ``unique=False`` enqueues without claiming the key.
     """
     with tracing.enqueue_span(list(envelopes)) as batch:
-        return _enqueue(batch, unique=unique, using=using)
+        return _submit(batch, unique, _db.alias(using), None)[0]
+
+
+def enqueue_one(envelope: Envelope, *, using: str | None = None, channel: str | None = None) -> Enqueued:
+    """:func:`enqueue` of one envelope, with its row (the Tasks backend builds its result
+    from it). ``channel``: NOTIFY it with the job's queue when the job is created by a
+    one-statement enqueue (``notified`` says whether that happened)."""
+    with tracing.enqueue_span([envelope]) as batch:
+        results, rows, notified = _submit(batch, True, _db.alias(using), channel)
+    return Enqueued(results[0], rows[0], notified)
+
+
+def _submit(
+    batch: list[Envelope], unique: bool, using: str, channel: str | None
+) -> tuple[list[EnqueueResult], list[dict[str, Any]], bool]:
+    """Results, rows and whether ``channel`` was notified."""
+    connection = _db.conn(using)
+    if len(batch) == 1 and _db.is_postgres(connection) and not connection.in_atomic_block:
+        connection.ensure_connection()
+        if connection.get_autocommit():
+            done = _enqueue_alone(batch[0], unique, using, channel)
+            if done is not None:
+                return [done.result], [done.values], done.notified
+    return (*_enqueue(batch, unique=unique, using=using), False)
+
+
+def _enqueue_alone(env: Envelope, unique: bool, using: str, channel: str | None) -> Enqueued | None:
+    """One envelope in one autocommit statement (:func:`enqueue_pg.insert_alone`): it
+    reads the clock, the task's TaskConfig row and the fingerprint's quarantine itself,
+    and NOTIFYs ``channel``, so the notification goes out when it commits.
+
+    The policy is first resolved assuming the task has no TaskConfig row. When the
+    statement inserts nothing, the preflight query tells why: an explicit id that
+    exists raises; another TaskConfig row resolves the policy again and retries; a unique
+    key's visible holder makes the duplicate. ``None`` (nothing written) sends the rest
+    -- a quarantined fingerprint, whose job needs an attempt record, a holder not yet
+    visible, a TaskConfig row that keeps changing -- to the transactional path.
+    """
+    connection = _db.conn(using)
+    checked = _Checks().check(env, 0)
+    task = checked["task"]
+    assumed: dict[str, Any] | None = None
+    for _ in range(_CONFIG_TRIES):
+        values = _Policies({} if assumed is None else {task: assumed}).resolve(checked, 0, unique)
+        statement = enqueue_pg.alone_sql(_COLUMNS, _JSON_COLUMNS, _CONFLICT)
+        inserted = enqueue_pg.insert_alone(connection, statement, values, assumed, channel)
+        if inserted is not None:
+            values.update(state=inserted.state, run_at=inserted.run_at, enqueued_at=inserted.enqueued_at)
+            result = EnqueueResult(values["id"], "created")
+            transitions.enqueued([values], [result], using)
+            return Enqueued(result, values, notified=channel is not None)
+        pre = enqueue_pg.preflight(connection, {task}, {values["fingerprint"]}, [values["id"]])
+        _refuse_duplicate_ids([values], using, pre.existing_id)
+        if pre.parked:
+            return None
+        if pre.configs.get(task) == assumed:
+            holder = _key_holders({values["unique_key"]}, connection).get(values["unique_key"])
+            return None if holder is None else Enqueued(EnqueueResult(holder, "duplicate"), values)
+        assumed = pre.configs.get(task)
+    return None
 
 
 @_db.store_transaction
-def _enqueue(batch: list[Envelope], *, unique: bool, using: str) -> list[EnqueueResult]:
+def _enqueue(batch: list[Envelope], *, unique: bool, using: str) -> tuple[list[EnqueueResult], list[dict[str, Any]]]:
     if not batch:
-        return []
+        return [], []
     connection = _db.conn(using)
-    tasks = {getattr(e, "task", None) or "" for e in batch}
+    checks = _Checks()
+    checked = [checks.check(env, i) for i, env in enumerate(batch)]
+    tasks = {values["task"] for values in checked}
+    parked: Mapping[str, Any]  # fingerprint -> what holds it in quarantine
     if _db.is_postgres(connection):  # one round trip for what SQLite reads in four queries
-        looked = set(_fingerprints(batch))
-        pre = enqueue_pg.preflight(connection, tasks, looked, _explicit_ids(batch))
-        rows = [_prepare(env, i, pre.configs, unique) for i, env in enumerate(batch)]
+        fingerprints = {values["fingerprint"] for values in checked}
+        pre = enqueue_pg.preflight(connection, tasks, fingerprints, _explicit_ids(batch))
+        fill = _Policies(pre.configs)
+        rows = [fill.resolve(values, i, unique) for i, values in enumerate(checked)]
         _refuse_duplicate_ids(rows, using, pre.existing_id)
-        now, parked = pre.now, _parked(rows, pre.parked, looked, using)
+        now, parked = pre.now, pre.parked
     else:
-        configs = config.task_configs(tasks, using)
-        rows = [_prepare(env, i, configs, unique) for i, env in enumerate(batch)]
+        fill = _Policies(config.task_configs(tasks, using))
+        rows = [fill.resolve(values, i, unique) for i, values in enumerate(checked)]
         _refuse_duplicate_ids(rows, using)
         now = clock.now(using)
         parked = _quarantined(rows, using)
-    for row in rows:
-        row.values["state"] = _initial_state(row.values, now, parked).value
-        row.values["enqueued_at"] = now
+    for values in rows:
+        values["state"] = _initial_state(values, now, parked).value
+        values["enqueued_at"] = now
     results = _insert_all(rows, connection)
     _record_parked(rows, results, parked, now, using)
-    transitions.enqueued([row.values for row in rows], results, using)
-    return results
+    transitions.enqueued(rows, results, using)
+    return results, rows
 
 
-def _prepare(env: Any, index: int, configs: dict[str, dict[str, Any]], unique: bool) -> _Row:
-    if not isinstance(env, Envelope):
-        raise InvalidEnvelope("envelope", f"must be an Envelope, got {type(env).__name__}", index=index)
-    task = validation.name(env.task, "task", index=index, max_len=255)
-    if not registry.is_registered(task):
-        raise InvalidEnvelope("task", f"unknown task {task!r}: not a registered task", index=index)
+class _Checks:
+    """Validates what envelopes say themselves, for one call (each task's registration
+    is looked up once)."""
+
+    def __init__(self) -> None:
+        self._registered: set[str] = set()
+        self._limit = conf.get().MAX_PAYLOAD_BYTES
+
+    def check(self, env: Any, index: int) -> dict[str, Any]:
+        """The envelope's own fields, validated; the policy fields it gives (not None)."""
+        if not isinstance(env, Envelope):
+            raise InvalidEnvelope("envelope", f"must be an Envelope, got {type(env).__name__}", index=index)
+        task = env.task
+        if type(task) is not str or task not in self._registered:
+            task = self._task(task, index)
+        values: dict[str, Any] = {"task": task, **_payload(env, self._limit, index)}
+        for name, check in _GIVEN_CHECKS.items():
+            given = getattr(env, name)
+            if given is not None:
+                values[name] = check(given, index)
+        values["run_at"] = validation.aware(env.run_at, "run_at", index=index)
+        values["id"] = validation.optional_name(env.id, "id", index=index, max_len=64) or ids.new_id()
+        values["fingerprint"] = (
+            validation.optional_name(env.fingerprint, "fingerprint", index=index, max_len=64)
+            or policy_fingerprint(task, env)
+        )
+        values.update(_FRESH)
+        return values
+
+    def _task(self, task: Any, index: int) -> str:
+        task = validation.name(task, "task", index=index, max_len=255)
+        if not registry.is_registered(task):
+            raise InvalidEnvelope("task", f"unknown task {task!r}: not a registered task", index=index)
+        self._registered.add(task)
+        return task
+
+
+#: The counters every new job starts with.
+_FRESH = {"attempt": 0, "crash_attempt": 0, "fence": 0, "charged_weight": 0.0, "last_error": ""}
+
+
+@dataclass
+class _Policies:
+    """Completes checked envelopes into job rows for one call: what an envelope left
+    unset comes from TaskConfig (``configs``), then @task defaults, then settings. Each
+    task's defaults are resolved and checked once; a default that fails its check is an
+    error only for the envelopes that rely on it, reported at the first one."""
+
+    configs: dict[str, dict[str, Any]]
+    _defaults: dict[str, tuple[dict[str, Any], dict[str, Any]]] = field(default_factory=dict)
+
+    def resolve(self, values: dict[str, Any], index: int, unique: bool) -> dict[str, Any]:
+        """A new row: ``values`` over the task's defaults."""
+        valid, invalid = self._defaults.get(values["task"]) or self._resolve(values["task"])
+        for name in invalid.keys() - values.keys() if invalid else ():
+            _POLICY_CHECKS[name](invalid[name], index)  # raises, naming the field
+        row = {**valid, **values}
+        if not unique:
+            row["unique_key"] = None
+        return row
+
+    def _resolve(self, task: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        base = config.resolve(task, {}, self.configs.get(task, {}))
+        valid, invalid = {"unique_key": base["unique_key"]}, {}
+        for name, check in _POLICY_CHECKS.items():
+            try:
+                valid[name] = check(base[name], 0)
+            except InvalidEnvelope:
+                invalid[name] = base[name]
+        self._defaults[task] = valid, invalid
+        return valid, invalid
+
+
+def _payload(env: Envelope, limit: int, index: int) -> dict[str, str]:
+    """args, kwargs and meta as JSON text, within ``limit`` (MAX_PAYLOAD_BYTES) together."""
     if not isinstance(env.args, (list, tuple)):
         raise InvalidEnvelope("args", f"must be a list, got {type(env.args).__name__}", index=index)
     if not isinstance(env.kwargs, dict):
         raise InvalidEnvelope("kwargs", f"must be a dict, got {type(env.kwargs).__name__}", index=index)
     if not isinstance(env.meta, dict):
         raise InvalidEnvelope("meta", f"must be a dict, got {type(env.meta).__name__}", index=index)
-    texts = {f: validation.json_text(getattr(env, f), f, index=index) for f in ("args", "kwargs", "meta")}
-    size = sum(len(t.encode()) for t in texts.values())
-    limit = conf.get().MAX_PAYLOAD_BYTES
+    texts = {
+        "args": validation.json_text(env.args, "args", index=index),
+        "kwargs": validation.json_text(env.kwargs, "kwargs", index=index),
+        "meta": validation.json_text(env.meta, "meta", index=index),
+    }
+    size = len(texts["args"]) + len(texts["kwargs"]) + len(texts["meta"])  # ASCII JSON: characters are bytes
     if size > limit:
         largest = max(texts, key=lambda f: len(texts[f]))
         raise InvalidEnvelope(
             largest, f"payload (args+kwargs+meta) of {size} bytes exceeds MAX_PAYLOAD_BYTES={limit}", index=index
         )
-    given = _given_policy(env, index)
-    policy = config.resolve(task, given, configs.get(task, {}))
-    values = {
-        "id": validation.optional_name(env.id, "id", index=index, max_len=64) or ids.new_id(),
-        "task": task,
-        "queue": validation.name(policy["queue"], "queue", index=index),
-        "priority": validation.priority(policy["priority"], index=index),
-        "args": texts["args"], "kwargs": texts["kwargs"], "meta": texts["meta"],
-        "unique_key": policy["unique_key"] if unique else None,
-        "fingerprint": validation.optional_name(env.fingerprint, "fingerprint", index=index, max_len=64)
-        or policy_fingerprint(task, env),
-        "weight": validation.amount(policy["weight"], "weight", index=index),
-        "rate_class": validation.optional_name(policy["rate_class"], "rate_class", index=index),
-        "max_attempts": validation.whole(policy["max_attempts"], "max_attempts", minimum=1, index=index),
-        "retention_ms": validation.whole(policy["retention_ms"], "retention_ms", index=index),
-        "lease_ms": validation.whole(policy["lease_ms"], "lease_ms", minimum=1, index=index),
-        "timeout_ms": validation.optional_whole(policy["timeout_ms"], "timeout_ms", minimum=1, index=index),
-        "crash_limit": validation.whole(policy["crash_limit"], "crash_limit", minimum=1, index=index),
-        "attempt": 0, "crash_attempt": 0, "fence": 0, "charged_weight": 0.0, "last_error": "",
-        "run_at": env.run_at,
-    }
-    return _Row(values, size)
-
-
-def _given_policy(env: Envelope, index: int) -> dict[str, Any]:
-    """The envelope's own policy fields, validated (None = not given)."""
-    return {
-        "queue": validation.optional_name(env.queue, "queue", index=index),
-        "priority": None if env.priority is None else validation.priority(env.priority, index=index),
-        "unique_key": validation.optional_name(env.unique_key, "unique_key", index=index, max_len=255),
-        "weight": None if env.weight is None else validation.amount(env.weight, "weight", index=index),
-        "rate_class": validation.optional_name(env.rate_class, "rate_class", index=index),
-        "max_attempts": validation.optional_whole(env.max_attempts, "max_attempts", minimum=1, index=index),
-        "retention_ms": validation.optional_whole(env.retention_ms, "retention_ms", index=index),
-        "lease_ms": validation.optional_whole(env.lease_ms, "lease_ms", minimum=1, index=index),
-        "timeout_ms": validation.optional_whole(env.timeout_ms, "timeout_ms", minimum=1, index=index),
-        "run_at": validation.aware(env.run_at, "run_at", index=index),
-    }
+    return texts
 
 
 def policy_fingerprint(task: str, env: Envelope) -> str:
     return policies.fingerprint(task, list(env.args), env.kwargs)
 
 
-def _refuse_duplicate_ids(rows: Sequence[_Row], using: str, existing: Any = ...) -> None:
+def _refuse_duplicate_ids(rows: Sequence[dict[str, Any]], using: str, existing: Any = ...) -> None:
     """``existing``: the preflight's answer (PostgreSQL); otherwise one query here."""
     from boson_django.models import Job
 
     seen: set[str] = set()
-    for row in rows:
-        if row.values["id"] in seen:
-            raise DuplicateJobId(f"job id {row.values['id']!r} appears twice in the batch")
-        seen.add(row.values["id"])
+    for values in rows:
+        if values["id"] in seen:
+            raise DuplicateJobId(f"job id {values['id']!r} appears twice in the batch")
+        seen.add(values["id"])
     if existing is ...:
         existing = Job.objects.using(using).filter(id__in=seen).values_list("id", flat=True).first()
     if existing is not None:
@@ -161,42 +293,16 @@ def _refuse_duplicate_ids(rows: Sequence[_Row], using: str, existing: Any = ...)
 
 def _explicit_ids(batch: Sequence[Any]) -> list[str]:
     """The ids callers gave (generated ids are new by construction: no lookup for them)."""
-    return [e.id for e in batch if isinstance(getattr(e, "id", None), str)]
+    return [e.id for e in batch if isinstance(e.id, str)]
 
 
-def _fingerprints(batch: Sequence[Any]) -> list[str]:
-    """The fingerprints the batch will have, for the preflight's quarantine lookup; an
-    envelope too malformed to fingerprint is refused by ``_prepare`` anyway."""
-    found = []
-    for env in batch:
-        given = getattr(env, "fingerprint", None)
-        if isinstance(given, str):
-            found.append(given)
-            continue
-        try:
-            found.append(policy_fingerprint(env.task, env))
-        except Exception:  # noqa: BLE001 -- _prepare names what is wrong
-            continue
-    return found
-
-
-def _parked(rows: Sequence[_Row], holders: dict[str, Any], looked: set[str], using: str) -> dict[str, Any]:
-    """The preflight's quarantined fingerprints; a row whose final fingerprint was not
-    looked up there (it differs from the raw one) is looked up here."""
-    missing = {row.values["fingerprint"] for row in rows} - looked
-    if missing:
-        found = QuarantinedFingerprint.objects.using(using).filter(fingerprint__in=missing)
-        holders = {**holders, **{q.fingerprint: q for q in found}}
-    return holders
-
-
-def _quarantined(rows: Sequence[_Row], using: str) -> dict[str, QuarantinedFingerprint]:
-    fingerprints = {row.values["fingerprint"] for row in rows}
+def _quarantined(rows: Sequence[dict[str, Any]], using: str) -> dict[str, QuarantinedFingerprint]:
+    fingerprints = {values["fingerprint"] for values in rows}
     found = QuarantinedFingerprint.objects.using(using).filter(fingerprint__in=fingerprints)
     return {q.fingerprint: q for q in found}
 
 
-def _initial_state(values: dict[str, Any], now: datetime, parked: dict[str, Any]) -> JobState:
+def _initial_state(values: dict[str, Any], now: datetime, parked: Mapping[str, Any]) -> JobState:
     """Fill run_at before parking, so a quarantined row has one (the column is NOT NULL)."""
     due = values["run_at"] is None or values["run_at"] <= now
     if due:
@@ -218,9 +324,9 @@ def _ensure_queues(names: set[str], connection: Any) -> None:
         )
 
 
-def _insert_all(rows: list[_Row], connection: Any) -> list[EnqueueResult]:
+def _insert_all(rows: list[dict[str, Any]], connection: Any) -> list[EnqueueResult]:
     """Insert, then map skipped rows to the live job holding their key (retrying a vanished holder)."""
-    queues = {row.values["queue"] for row in rows}
+    queues = {values["queue"] for values in rows}
     postgres = _db.is_postgres(connection)
     if not postgres:
         _ensure_queues(queues, connection)
@@ -229,39 +335,36 @@ def _insert_all(rows: list[_Row], connection: Any) -> list[EnqueueResult]:
     if postgres and len(rows) >= COPY_FROM:
         _ensure_queues(queues, connection)
         queues = set()
-        keyless = [r for r in rows if r.values["unique_key"] is None]
-        created |= enqueue_pg.copy_rows(connection, _COLUMNS, [r.values for r in keyless])
-        pending = [r for r in rows if r.values["unique_key"] is not None]
+        keyless = [values for values in rows if values["unique_key"] is None]
+        created |= enqueue_pg.copy_rows(connection, _COLUMNS, keyless)
+        pending = [values for values in rows if values["unique_key"] is not None]
         if not pending:
-            return [_result(r, created, {}) for r in rows]
+            return [_result(values, created, {}) for values in rows]
     for _ in range(10):
         for start in range(0, len(pending), CHUNK):
             created |= _insert_chunk(pending[start : start + CHUNK], connection, queues if postgres else set())
             queues = set()
-        holders = _key_holders({r.values["unique_key"] for r in pending if r.values["id"] not in created}, connection)
-        pending = [
-            r for r in pending
-            if r.values["id"] not in created and r.values["unique_key"] not in holders
-        ]
+        holders = _key_holders({v["unique_key"] for v in pending if v["id"] not in created}, connection)
+        pending = [v for v in pending if v["id"] not in created and v["unique_key"] not in holders]
         if not pending:
-            return [_result(r, created, holders) for r in rows]
+            return [_result(values, created, holders) for values in rows]
     raise IntegrityError("unique_key holder kept vanishing; enqueue gave up after 10 tries")
 
 
-def _result(row: _Row, created: set[str], holders: dict[str, str]) -> EnqueueResult:
-    if row.values["id"] in created:
-        return EnqueueResult(row.values["id"], "created")
-    return EnqueueResult(holders[row.values["unique_key"]], "duplicate")
+def _result(values: dict[str, Any], created: set[str], holders: dict[str, str]) -> EnqueueResult:
+    if values["id"] in created:
+        return EnqueueResult(values["id"], "created")
+    return EnqueueResult(holders[values["unique_key"]], "duplicate")
 
 
-def _insert_chunk(rows: list[_Row], connection: Any, queues: set[str]) -> set[str]:
+def _insert_chunk(rows: list[dict[str, Any]], connection: Any, queues: set[str]) -> set[str]:
     """``queues`` (PostgreSQL): queue rows to create in the same statement (a CTE)."""
     cast = _db.json_cast(connection)
     one = "(" + ", ".join(f"%s{cast}" if c in _JSON_COLUMNS else "%s" for c in _COLUMNS) + ")"
     params: list[Any] = []
-    for row in rows:
+    for values in rows:
         for column in _COLUMNS:
-            value = row.values[column]
+            value = values[column]
             params.append(_db.dt_param(connection, value) if isinstance(value, datetime) else value)
     sql = (
         f"INSERT INTO boson_job ({', '.join(_COLUMNS)}) VALUES {', '.join([one] * len(rows))} "
@@ -295,14 +398,14 @@ def _key_holders(keys: set[Any], connection: Any) -> dict[str, str]:
 
 
 def _record_parked(
-    rows: list[_Row], results: list[EnqueueResult], parked: dict[str, Any], now: datetime, using: str
+    rows: list[dict[str, Any]], results: list[EnqueueResult], parked: Mapping[str, Any], now: datetime, using: str
 ) -> None:
     """A job parked by a quarantined fingerprint gets an attempt record saying why."""
-    for row, result in zip(rows, results):
-        if result.disposition == "created" and row.values["state"] == JobState.QUARANTINED.value:
-            holder = parked[row.values["fingerprint"]]
+    for values, result in zip(rows, results):
+        if result.disposition == "created" and values["state"] == JobState.QUARANTINED.value:
+            holder = parked[values["fingerprint"]]
             history.record(
-                row.values, outcome="quarantined", now=now, using=using,
+                values, outcome="quarantined", now=now, using=using,
                 error=f"boson_django.errors.JobQuarantined: fingerprint {holder.fingerprint} is quarantined (job {holder.job_id} "
                 f"reached the crash limit); release it to run this job",
             )

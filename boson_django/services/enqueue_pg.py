@@ -6,10 +6,15 @@
   in-process, a query costs no round trip there).
 * :func:`copy_rows` inserts rows that claim no unique key with ``COPY`` (no per-row SQL
   to build or parse); rows with a unique key keep ``INSERT ... ON CONFLICT``.
+* :func:`insert_alone` enqueues one job outside any transaction as one autocommit
+  statement: what the preflight reads is read inside the INSERT, and a NOTIFY in it is
+  sent when it commits. One round trip instead of four (BEGIN, preflight, INSERT,
+  COMMIT), and with ``PREPARED_STATEMENTS`` no planning per call.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -19,6 +24,7 @@ from django.db import IntegrityError
 
 from boson_django import clock
 from boson_django.errors import DuplicateJobId
+from boson_django.services import _db
 
 _PREFLIGHT = """
 SELECT c.frozen_at, COALESCE(c.offset_ms, 0), clock_timestamp(),
@@ -28,6 +34,10 @@ SELECT c.frozen_at, COALESCE(c.offset_ms, 0), clock_timestamp(),
   (SELECT MIN(j.id) FROM boson_job j WHERE j.id = ANY(%s))
 FROM (SELECT 1) AS one LEFT JOIN boson_clock c ON c.id = 1
 """
+
+
+#: Columns the statement computes instead of taking them as parameters.
+_COMPUTED = ("state", "run_at", "enqueued_at")
 
 
 @dataclass(frozen=True)
@@ -72,13 +82,105 @@ def preflight(connection: Any, tasks: Iterable[str], fingerprints: Iterable[str]
 
 
 def copy_rows(connection: Any, columns: Sequence[str], rows: Sequence[dict[str, Any]]) -> set[str]:
-    """COPY the rows into boson_job (in the caller's transaction); returns their ids."""
+    """COPY the rows into boson_job (in the caller's transaction); returns their ids.
+
+    Binary COPY, with the column types read from the table: psycopg formats a binary row
+    in about half the time of a text one, and the server parses it faster too.
+    """
     raw = connection.connection
     try:
         with connection.wrap_database_errors, raw.cursor() as cursor:
-            with cursor.copy(f"COPY boson_job ({', '.join(columns)}) FROM STDIN") as copy:
+            cursor.execute(f"SELECT {', '.join(columns)} FROM boson_job LIMIT 0")
+            types = [column.type_code for column in cursor.description]
+            cursor.adapters.register_dumper(None, _json_text_dumper())
+            with cursor.copy(f"COPY boson_job ({', '.join(columns)}) FROM STDIN (FORMAT BINARY)") as copy:
+                copy.set_types(types)
                 for row in rows:
                     copy.write_row([row[c] for c in columns])
     except IntegrityError as exc:
         raise DuplicateJobId(f"a job id in this batch already exists ({exc})") from exc
     return {row["id"] for row in rows}
+
+
+@functools.cache
+def _json_text_dumper() -> type:
+    """Binary jsonb from the JSON text enqueue already made (psycopg's own jsonb dumper
+    would encode a str as a JSON string)."""
+    from psycopg.adapt import Dumper
+    from psycopg.pq import Format
+    from psycopg.postgres import types
+
+    class JsonText(Dumper):
+        format = Format.BINARY
+        oid = types["jsonb"].oid
+
+        def dump(self, obj: str) -> bytes:
+            return b"\x01" + obj.encode()  # jsonb's binary format: version 1, then the text
+
+    return JsonText
+
+
+@dataclass(frozen=True)
+class Inserted:
+    """The row :func:`insert_alone` wrote."""
+
+    state: str
+    run_at: datetime
+    enqueued_at: datetime
+
+
+@functools.cache
+def alone_sql(columns: tuple[str, ...], json_columns: frozenset[str], conflict: str) -> tuple[str, tuple[str, ...]]:
+    """The statement of :func:`insert_alone` for enqueue's columns and conflict clause,
+    and the columns it takes as parameters. Kept flat (sub-selects, no joins): with
+    ``PREPARED_STATEMENTS`` off it is planned on every call. Each parameter is used once
+    (server-side binding infers one type per parameter): those columns, then run_at,
+    fingerprint, task, the assumed TaskConfig row and the channel."""
+    given = tuple(c for c in columns if c not in _COMPUTED)
+    placeholders = ["%s::jsonb" if c in json_columns else "%s" for c in given]
+    sql = f"""
+WITH ins AS (
+  INSERT INTO boson_job ({", ".join(given)}, {", ".join(_COMPUTED)})
+  SELECT {", ".join(placeholders)},
+         CASE WHEN s.due THEN 'available' ELSE 'scheduled' END,
+         CASE WHEN s.due THEN s.now ELSE s.at END,
+         s.now
+  FROM (SELECT store.now, p.at, p.at IS NULL OR p.at <= store.now AS due
+        FROM ({clock.PG_NOW}) AS store, (SELECT %s::timestamptz AS at) AS p) AS s
+  WHERE NOT EXISTS (SELECT 1 FROM boson_quarantined_fingerprint q WHERE q.fingerprint = %s::varchar)
+    AND (SELECT jsonb_strip_nulls(to_jsonb(t) - 'task') FROM boson_task_config t WHERE t.task = %s::varchar)
+        IS NOT DISTINCT FROM %s::jsonb
+  {conflict}
+  RETURNING queue, state, run_at, enqueued_at
+),
+lane AS (INSERT INTO boson_queue (name, paused) SELECT queue, FALSE FROM ins ON CONFLICT (name) DO NOTHING)
+SELECT state, run_at, enqueued_at, CASE WHEN ch.name IS NOT NULL THEN pg_notify(ch.name, queue) END
+FROM ins, (SELECT %s::text AS name) AS ch
+"""
+    return sql, given
+
+
+def insert_alone(
+    connection: Any, statement: tuple[str, tuple[str, ...]], values: dict[str, Any],
+    assumed: dict[str, Any] | None, channel: str | None,
+) -> Inserted | None:
+    """Run :func:`alone_sql`'s ``statement`` for the row ``values`` as its own
+    transaction (the caller checked that none is open), so it commits, and sends its
+    NOTIFY to ``channel``, by itself.
+
+    It inserts the row only if the fingerprint is not quarantined, the task's TaskConfig
+    row is ``assumed`` (its set fields; None: no row) and the unique key is free; None
+    when it did not (nothing written: the caller finds out why).
+    """
+    sql, given = statement
+    params = [
+        *(values[c] for c in given), values["run_at"], values["fingerprint"], values["task"],
+        None if assumed is None else _db.to_json(assumed), channel,
+    ]
+    try:
+        rows = _db.one_statement(connection, sql, params)
+    except IntegrityError as exc:  # the explicit id exists
+        raise DuplicateJobId(f"job id {values['id']!r} already exists") from exc
+    if not rows:
+        return None
+    return Inserted(state=rows[0]["state"], run_at=rows[0]["run_at"], enqueued_at=rows[0]["enqueued_at"])
