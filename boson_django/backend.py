@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from boson_django import registry, services
+from boson_django import conf, registry, services
 from boson_django.compat import (
     BaseTaskBackend,
     Task,
@@ -19,7 +19,8 @@ from boson_django.compat import (
 )
 from boson_django.schedules.spec import Schedule, as_schedules
 from boson_django.services import _db
-from boson_django.taskresults import build_result
+from boson_django.services.enqueue import enqueue_one
+from boson_django.taskresults import build_result, enqueued_result
 from boson_django.worker import notify
 
 #: Boson's per-task policy, accepted by ``@task(...)`` and ``.using(...)``.
@@ -81,13 +82,22 @@ class BosonBackend(BaseTaskBackend):  # type: ignore[misc,valid-type,unused-igno
         self.database: str | None = (params.get("OPTIONS") or {}).get("database")
 
     def enqueue(self, task: Any, args: Any, kwargs: Any) -> Any:
+        """Enqueue one call; a created job wakes idle workers when it commits.
+
+        The result of a job it created is built from the row it wrote (what
+        :func:`build_result` would read back); a duplicate or parked job is read.
+        """
         self.validate_task(task)
         envelope = envelope_for(task, list(args), dict(kwargs))
         using = _db.alias(self.database)
-        (outcome,) = services.enqueue([envelope], using=using)
-        if outcome.disposition == "created" and notify.enabled(using):
-            notify.notify_at_commit([envelope.queue or _queue_of(outcome.id, using)], using)
-        result = self.get_result(outcome.id)
+        channel = conf.get().NOTIFY_CHANNEL if notify.enabled(using) else None
+        done = enqueue_one(envelope, using=using, channel=channel)
+        created = done.result.disposition == "created"
+        if created and channel is not None and not done.notified:
+            notify.notify_at_commit([done.values["queue"]], using)
+        result = enqueued_result(done.result.id, done.values, self.alias) if created else None
+        if result is None:
+            result = self.get_result(done.result.id)
         task_enqueued.send(type(self), task_result=result)
         return result
 
@@ -96,13 +106,6 @@ class BosonBackend(BaseTaskBackend):  # type: ignore[misc,valid-type,unused-igno
         if result is None:
             raise TaskResultDoesNotExist(result_id)
         return result
-
-
-def _queue_of(job_id: str, using: str) -> str:
-    """The queue the job landed in (a TaskConfig row may have chosen it)."""
-    from boson_django.models import Job
-
-    return Job.objects.using(using).filter(id=job_id).values_list("queue", flat=True).first() or "*"
 
 
 def envelope_for(task: Any, args: list[Any], kwargs: dict[str, Any]) -> services.Envelope:

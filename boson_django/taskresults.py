@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from typing import Any
 
@@ -65,6 +66,21 @@ def build_result(job_id: str, backend_alias: str, *, using: str) -> Any | None:
         data = JobData.objects.using(using).filter(job_id=job_id, kind=JobData.Kind.RESULT).values_list("data", flat=True).first()
         object.__setattr__(result, "_return_value", data)
     return result
+
+
+def enqueued_result(job_id: str, values: dict[str, Any], backend_alias: str) -> Any | None:
+    """The READY TaskResult of a job its enqueue just created, from the row it wrote
+    (``values``: JSON text args and kwargs, state, enqueued_at) -- what
+    :func:`build_result` reads then: no runs, so no errors and no workers. ``None`` for a
+    job parked by a quarantined fingerprint (its error is in its attempt record)."""
+    if STATUS[JobState(values["state"])] != TaskResultStatus.READY:
+        return None
+    return TaskResult(
+        task=registry.get(values["task"]) or _placeholder(values["task"]), id=job_id, status=TaskResultStatus.READY,
+        enqueued_at=values["enqueued_at"], started_at=None, finished_at=None, last_attempted_at=None,
+        args=json.loads(values["args"]), kwargs=json.loads(values["kwargs"]), backend=backend_alias,
+        errors=[], worker_ids=[],
+    )
 
 
 def running_result(unit: Any, worker_id: str, backend_alias: str) -> Any | None:
