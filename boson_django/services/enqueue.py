@@ -7,7 +7,7 @@ joins the caller's.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -151,6 +151,8 @@ def _enqueue(batch: list[Envelope], *, unique: bool, using: str) -> tuple[list[E
     if not batch:
         return [], []
     connection = _db.conn(using)
+    if _db.is_postgres(connection) and len(batch) >= COPY_FROM:
+        return _enqueue_copied(batch, unique, connection, using)
     checks = _Checks()
     checked = [checks.check(env, i) for i, env in enumerate(batch)]
     tasks = {values["task"] for values in checked}
@@ -175,6 +177,57 @@ def _enqueue(batch: list[Envelope], *, unique: bool, using: str) -> tuple[list[E
     _record_parked(rows, results, parked, now, using)
     transitions.enqueued(rows, results, using)
     return results, rows
+
+
+def _enqueue_copied(
+    batch: list[Envelope], unique: bool, connection: Any, using: str
+) -> tuple[list[EnqueueResult], list[dict[str, Any]]]:
+    """PostgreSQL, ``COPY_FROM`` envelopes or more: each envelope is checked, completed
+    and streamed into COPY in one pass (:func:`_keyless`), so the server inserts while
+    Python checks -- two cores at work instead of one after the other. What needs every
+    row waits for the end of the stream: a repeated or existing id raises (after every
+    envelope was checked, as on the other paths), the quarantined fingerprints are read
+    and park their rows; an error rolls the transaction back, COPYed rows included."""
+    pre = enqueue_pg.preflight(connection, _tasks(batch), (), _explicit_ids(batch))
+    rows: list[dict[str, Any]] = []
+    copied = enqueue_pg.copy_rows(connection, _COLUMNS, _keyless(batch, unique, pre, rows))
+    _refuse_duplicate_ids(rows, using, pre.existing_id)
+    parked = enqueue_pg.preflight(connection, (), {values["fingerprint"] for values in rows}, ()).parked
+    _park(rows, parked, copied, connection)
+    results = _insert_all(rows, connection, copied)
+    _record_parked(rows, results, parked, pre.now, using)
+    transitions.enqueued(rows, results, using)
+    return results, rows
+
+
+def _keyless(
+    batch: list[Envelope], unique: bool, pre: enqueue_pg.Preflight, rows: list[dict[str, Any]]
+) -> Iterator[dict[str, Any]]:
+    """Check and complete each envelope into ``rows``; yield the rows to COPY: keyless,
+    with an id not seen earlier in the batch, and none when an explicit id exists (those
+    raise once the stream ends)."""
+    checks, fill = _Checks(), _Policies(pre.configs)
+    seen: set[str] = set()
+    for i, env in enumerate(batch):
+        values = fill.resolve(checks.check(env, i), i, unique)
+        values["state"] = _initial_state(values, pre.now, {}).value
+        values["enqueued_at"] = pre.now
+        rows.append(values)
+        if values["unique_key"] is None and values["id"] not in seen and pre.existing_id is None:
+            yield values
+        seen.add(values["id"])
+
+
+def _park(rows: list[dict[str, Any]], parked: Mapping[str, Any], copied: set[str], connection: Any) -> None:
+    """Rows of quarantined fingerprints start quarantined; those already COPYed change
+    state in place (in the same transaction: nobody saw them otherwise)."""
+    moved = [values for values in rows if values["fingerprint"] in parked]
+    for values in moved:
+        values["state"] = JobState.QUARANTINED.value
+    written = [values["id"] for values in moved if values["id"] in copied]
+    if written:
+        with connection.cursor() as cursor:
+            cursor.execute("UPDATE boson_job SET state = %s WHERE id = ANY(%s)", [JobState.QUARANTINED.value, written])
 
 
 class _Checks:
@@ -293,7 +346,12 @@ def _refuse_duplicate_ids(rows: Sequence[dict[str, Any]], using: str, existing: 
 
 def _explicit_ids(batch: Sequence[Any]) -> list[str]:
     """The ids callers gave (generated ids are new by construction: no lookup for them)."""
-    return [e.id for e in batch if isinstance(e.id, str)]
+    return [e.id for e in batch if isinstance(getattr(e, "id", None), str)]
+
+
+def _tasks(batch: Sequence[Any]) -> set[str]:
+    """The task names of envelopes not checked yet (a bad one is refused by the check)."""
+    return {e.task for e in batch if isinstance(getattr(e, "task", None), str)}
 
 
 def _quarantined(rows: Sequence[dict[str, Any]], using: str) -> dict[str, QuarantinedFingerprint]:
@@ -324,22 +382,18 @@ def _ensure_queues(names: set[str], connection: Any) -> None:
         )
 
 
-def _insert_all(rows: list[dict[str, Any]], connection: Any) -> list[EnqueueResult]:
-    """Insert, then map skipped rows to the live job holding their key (retrying a vanished holder)."""
+def _insert_all(rows: list[dict[str, Any]], connection: Any, copied: set[str] | None = None) -> list[EnqueueResult]:
+    """Insert the rows not ``copied`` already and the queue rows, then map skipped rows to
+    the live job holding their key (retrying a vanished holder)."""
     queues = {values["queue"] for values in rows}
     postgres = _db.is_postgres(connection)
-    if not postgres:
-        _ensure_queues(queues, connection)
-    created: set[str] = set()
-    pending = rows
-    if postgres and len(rows) >= COPY_FROM:
+    created = set(copied or ())
+    pending = [values for values in rows if values["id"] not in created] if created else rows
+    if not postgres or not pending:  # PostgreSQL creates them in the first INSERT otherwise
         _ensure_queues(queues, connection)
         queues = set()
-        keyless = [values for values in rows if values["unique_key"] is None]
-        created |= enqueue_pg.copy_rows(connection, _COLUMNS, keyless)
-        pending = [values for values in rows if values["unique_key"] is not None]
-        if not pending:
-            return [_result(values, created, {}) for values in rows]
+    if not pending:
+        return [_result(values, created, {}) for values in rows]
     for _ in range(10):
         for start in range(0, len(pending), CHUNK):
             created |= _insert_chunk(pending[start : start + CHUNK], connection, queues if postgres else set())

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -81,13 +82,16 @@ def preflight(connection: Any, tasks: Iterable[str], fingerprints: Iterable[str]
     )
 
 
-def copy_rows(connection: Any, columns: Sequence[str], rows: Sequence[dict[str, Any]]) -> set[str]:
-    """COPY the rows into boson_job (in the caller's transaction); returns their ids.
+def copy_rows(connection: Any, columns: Sequence[str], rows: Iterable[dict[str, Any]]) -> set[str]:
+    """COPY the rows into boson_job (in the caller's transaction) as ``rows`` yields
+    them (the server inserts while they are made); returns their ids. An exception from
+    ``rows`` aborts the COPY and propagates.
 
     Binary COPY, with the column types read from the table: psycopg formats a binary row
     in about half the time of a text one, and the server parses it faster too.
     """
     raw = connection.connection
+    written: set[str] = set()
     try:
         with connection.wrap_database_errors, raw.cursor() as cursor:
             cursor.execute(f"SELECT {', '.join(columns)} FROM boson_job LIMIT 0")
@@ -95,11 +99,13 @@ def copy_rows(connection: Any, columns: Sequence[str], rows: Sequence[dict[str, 
             cursor.adapters.register_dumper(None, _json_text_dumper())
             with cursor.copy(f"COPY boson_job ({', '.join(columns)}) FROM STDIN (FORMAT BINARY)") as copy:
                 copy.set_types(types)
+                values = operator.itemgetter(*columns)
                 for row in rows:
-                    copy.write_row([row[c] for c in columns])
+                    copy.write_row(values(row))
+                    written.add(row["id"])
     except IntegrityError as exc:
         raise DuplicateJobId(f"a job id in this batch already exists ({exc})") from exc
-    return {row["id"] for row in rows}
+    return written
 
 
 @functools.cache

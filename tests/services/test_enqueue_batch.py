@@ -1,15 +1,18 @@
-"""A batch large enough for PostgreSQL's COPY (binary, keyless rows) writes the rows that
-enqueueing each envelope on its own writes, whatever the values."""
+"""A batch large enough for PostgreSQL's COPY (binary, keyless rows, streamed while the
+envelopes are checked) writes the rows that enqueueing each envelope on its own writes,
+whatever the values, and refuses what the other paths refuse, writing nothing."""
 
 from __future__ import annotations
 
 import sys
 from datetime import timedelta
 
+import pytest
 from django.db import transaction
 
 from boson_django import services
-from boson_django.models import Job
+from boson_django.errors import DuplicateJobId, InvalidEnvelope
+from boson_django.models import Job, QuarantinedFingerprint, Queue
 from tests.factories import ADD, NOOP, envelope
 
 enqueue_module = sys.modules["boson_django.services.enqueue"]
@@ -44,3 +47,49 @@ def test_a_copied_batch_writes_what_one_by_one_enqueues_write(store_clock):
         single.append(result.id)
     assert _rows(batch) == _rows(single)
     assert {r["state"] for r in _rows(batch)} == {"available", "scheduled"}
+
+
+def _noops(n: int = 0, **fields) -> list:
+    return [envelope(NOOP, args=[i], **fields) for i in range(n or enqueue_module.COPY_FROM)]
+
+
+def test_a_bad_envelope_late_in_a_copied_batch_names_itself_and_writes_nothing(store_clock):
+    batch = _noops()
+    batch[-1] = envelope(NOOP, priority=500)
+    with pytest.raises(InvalidEnvelope, match=rf"envelope\[{len(batch) - 1}\]\.priority"):
+        services.enqueue(batch)
+    assert Job.objects.count() == 0 and Queue.objects.count() == 0
+
+
+def test_the_caller_s_transaction_goes_on_after_a_refused_batch(store_clock):
+    with transaction.atomic():
+        with pytest.raises(InvalidEnvelope):
+            services.enqueue([*_noops(), envelope(NOOP, args="not a list")])
+        (kept,) = services.enqueue([envelope(NOOP, queue="kept")])
+    assert list(Job.objects.values_list("id", flat=True)) == [kept.id]
+
+
+def test_ids_are_checked_after_every_envelope_of_a_copied_batch(store_clock):
+    services.enqueue([envelope(NOOP, id="taken")])
+    with pytest.raises(DuplicateJobId, match="'taken' already exists"):
+        services.enqueue([*_noops(), envelope(NOOP, id="taken")])
+    with pytest.raises(DuplicateJobId, match="'twice' appears twice"):
+        services.enqueue([envelope(NOOP, id="twice"), *_noops(), envelope(NOOP, id="twice")])
+    with pytest.raises(InvalidEnvelope, match=r"\.weight"):
+        services.enqueue([envelope(NOOP, id="taken"), *_noops(), envelope(NOOP, weight=-1)])
+    assert Job.objects.count() == 1
+
+
+def test_a_copied_batch_parks_quarantined_fingerprints_and_keeps_unique_keys(store_clock):
+    QuarantinedFingerprint.objects.create(fingerprint="fp-bad", task=NOOP, job_id="gone", quarantined_at=store_clock.now())
+    (holder,) = services.enqueue([envelope(NOOP, unique_key="held")])
+    batch = [*_noops(), envelope(NOOP, fingerprint="fp-bad"), envelope(NOOP, fingerprint="fp-bad", unique_key="k-bad"),
+             envelope(NOOP, unique_key="held"), envelope(NOOP, unique_key="new")]
+    results = services.enqueue(batch)
+    states = dict(Job.objects.values_list("id", "state"))
+    assert [states[r.id] for r in results[-4:-1]] == ["quarantined", "quarantined", "available"]
+    assert (results[-2].id, results[-2].disposition) == (holder.id, "duplicate")
+    assert results[-1].disposition == "created" and states[results[-1].id] == "available"
+    assert {states[r.id] for r in results[:-4]} == {"available"}
+    assert [e.outcome for e in services.errors(results[-4].id)] == ["quarantined"]
+    assert [e.outcome for e in services.errors(results[-3].id)] == ["quarantined"]
