@@ -58,7 +58,7 @@ DOCS: dict[str, str] = {
     "NOTIFY": "PostgreSQL: wake idle workers with LISTEN/NOTIFY (False = poll only, e.g. PgBouncer).",
     "NOTIFY_CHANNEL": "PostgreSQL channel used for wake-ups.",
     "PREPARED_STATEMENTS": (
-        "PostgreSQL with psycopg 3: prepare the hot statements (claim, ack) once per connection instead of "
+        "PostgreSQL with psycopg 3: prepare the hot statements (claim, ack, one-job enqueue) once per connection instead of "
         "planning them on every call. False behind a pooler that loses prepared statements (PgBouncer in "
         "transaction mode before 1.21, or with max_prepared_statements = 0)."
     ),
