@@ -165,3 +165,14 @@ def test_postgres_enqueues_alone_in_one_statement_outside_django_s_cursor(live_c
     with CaptureQueriesContext(connection) as joined, transaction.atomic():
         enqueue_one(NOOP, unique_key="two")
     assert len(alone.captured_queries) == 0 and len(joined.captured_queries) >= 2
+
+
+def test_without_prepared_statements_the_statement_decides_the_same(live_clock):
+    from django.conf import settings
+    from django.test import override_settings
+
+    with override_settings(BOSON={**settings.BOSON, "PREPARED_STATEMENTS": False}):
+        services.set_task_config(SEND_MAIL, queue="mail")
+        row = job_row(enqueue_one(SEND_MAIL, args=["a@x"], unique_key="once"))
+        (again,) = services.enqueue([envelope(SEND_MAIL, args=["b@x"], unique_key="once")])
+    assert (row["queue"], row["state"], again.id, again.disposition) == ("mail", "available", row["id"], "duplicate")
