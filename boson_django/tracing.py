@@ -64,6 +64,13 @@ def _silent() -> bool:
     )
 
 
+def _untraced(attempt: Any) -> bool:
+    """No span would record and the job brought no trace context to carry on into what its
+    handler enqueues: the span would change nothing (it cost ~150 us per attempt)."""
+    meta = attempt.unit.envelope.meta
+    return _silent() and not (isinstance(meta, dict) and META_KEY in meta)
+
+
 def _with_context(envelope: Any, carrier: dict[str, str]) -> Any:
     meta = getattr(envelope, "meta", None)
     if not isinstance(meta, dict) or META_KEY in meta:
@@ -94,7 +101,7 @@ def _finished(span: Any, finish: Any) -> Any:
 
 def around_attempt(attempt: Any, run: Callable[[], Any]) -> Any:
     """Run a sync attempt inside its span; returns its Finish."""
-    if trace is None:
+    if trace is None or _untraced(attempt):
         return run()
     with _attempt_span(attempt) as span:
         return _finished(span, run())
@@ -102,7 +109,7 @@ def around_attempt(attempt: Any, run: Callable[[], Any]) -> Any:
 
 async def around_attempt_async(attempt: Any, run: Awaitable[Any]) -> Any:
     """Await an async attempt inside its span; returns its Finish."""
-    if trace is None:
+    if trace is None or _untraced(attempt):
         return await run
     with _attempt_span(attempt) as span:
         return _finished(span, await run)

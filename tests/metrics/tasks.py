@@ -23,3 +23,9 @@ async def traced_async(order: int) -> int:
 @task
 def broken() -> None:
     raise ValueError("card declined")
+
+
+@task
+def current_trace() -> str:
+    """The trace id the handler runs under ("0" * 32: none)."""
+    return format(trace.get_current_span().get_span_context().trace_id, "032x")

@@ -15,10 +15,13 @@ pytestmark = pytest.mark.urls("tests.metrics.urls")
 
 
 @pytest.fixture
-def spans(settings):
+def handler_tasks(settings):
     settings.BOSON = {**settings.BOSON, "TASK_MODULES": [*settings.BOSON["TASK_MODULES"], "tests.metrics.tasks"]}
     import tests.metrics.tasks  # noqa: F401 -- registers the tasks
 
+
+@pytest.fixture
+def spans(handler_tasks):
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
@@ -76,3 +79,25 @@ def test_a_failed_attempt_is_an_error_span_under_the_enqueue_span(live_clock, sp
     attempt = _by_name(spans)["boson.attempt tests.metrics.tasks.broken"]
     assert attempt.status.status_code is StatusCode.ERROR and "card declined" in attempt.status.description
     assert attempt.parent.span_id == _by_name(spans)["boson.enqueue"].context.span_id
+
+
+def test_with_no_tracer_provider_an_attempt_carries_on_the_trace_it_was_enqueued_under_and_starts_none(
+    live_clock, handler_tasks
+):
+    """No SDK: a job without trace context runs outside any span (none would record); a job
+    enqueued under a trace runs under that trace, so what its handler enqueues joins it."""
+    from opentelemetry import trace
+
+    from boson_django.services import Envelope
+    from tests.metrics.tasks import current_trace
+
+    assert tracing._provider is None and isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+    parent = "4bf92f3577b34da6a3ce929d0e0e4736"
+    (plain,) = services.enqueue([Envelope(task=current_trace.module_path, queue="untraced")])
+    (carried,) = services.enqueue([Envelope(
+        task=current_trace.module_path, queue="untraced",
+        meta={"trace_context": {"traceparent": f"00-{parent}-00f067aa0ba902b7-01"}},
+    )])
+    _drain("untraced")
+    assert services.get_result(plain.id).data == "0" * 32
+    assert services.get_result(carried.id).data == parent
