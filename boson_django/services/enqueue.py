@@ -77,7 +77,8 @@ def enqueue(
 ) -> list[EnqueueResult]:
     """Insert jobs, all or nothing, joining the caller's transaction if there is one.
 
-    Validates every envelope before writing anything. An explicit id that exists raises
+    Validates every envelope; a call that raises writes nothing (a batch streamed into
+    COPY is rolled back with its transaction or savepoint). An explicit id that exists raises
     ``DuplicateJobId``. A ``unique_key`` held by a non-terminal job yields
     ``disposition="duplicate"`` with that job's id: decided by the database's partial
     unique index (``INSERT ... ON CONFLICT DO NOTHING``), so concurrent enqueues of one
