@@ -13,6 +13,10 @@ with one worker process (each system's default and its best configuration, bound
 idle worker) where the system wakes on NOTIFY. Boson only: admission time per batch at
 10,000 vs 1,000,000 queued jobs, 4 worker processes vs 1, worker RSS at concurrency 32,
 SQLite drain with one worker. Results: a table on stdout and bench/results/<stamp>.json.
+
+With ``--quick`` the exit status is 1 when any system could not be installed, its driver
+failed, or a measurement came back empty (CI runs it so that no driver can rot); a peer
+skipped because no Python >= 3.12 was found is reported and does not fail the run.
 """
 
 from __future__ import annotations
@@ -63,6 +67,14 @@ def python_312() -> str | None:
     return None
 
 
+#: Why a system was skipped rather than failed: its interpreter is not on this machine.
+NO_PYTHON_312 = "needs Python >= 3.12 and none was found"
+
+
+def tail(text: str, lines: int) -> str:
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
 def venv_python(name: str) -> tuple[str | None, str]:
     """The system's venv interpreter, creating and installing it if needed; or (None, why)."""
     _, reqs, needs_312, _ = SYSTEMS[name]
@@ -73,13 +85,17 @@ def venv_python(name: str) -> tuple[str | None, str]:
         return str(exe), ""
     base = python_312() if needs_312 else sys.executable
     if base is None:
-        return None, "needs Python >= 3.12 and none was found"
+        return None, NO_PYTHON_312
     print(f"[bench] creating {folder} with {base}: pip install {' '.join(reqs)}", flush=True)
-    subprocess.run([base, "-m", "venv", "--clear", str(folder)], check=True)
+    venv = subprocess.run([base, "-m", "venv", "--clear", str(folder)], capture_output=True, text=True)
+    if venv.returncode != 0:
+        print(tail(venv.stderr or venv.stdout, 20), flush=True)
+        return None, f"creating the virtualenv failed (exit {venv.returncode})"
     pip = subprocess.run([str(exe), "-m", "pip", "install", "-q", "--disable-pip-version-check", *reqs],
                          capture_output=True, text=True)
     if pip.returncode != 0:
-        return None, "pip install failed: " + pip.stderr.strip().splitlines()[-1][:200]
+        print(tail(pip.stderr or pip.stdout, 20), flush=True)
+        return None, f"pip install failed (exit {pip.returncode}): " + (tail(pip.stderr or pip.stdout, 1)[:200] or "no output")
     marker.write_text(" ".join(reqs))
     return str(exe), ""
 
@@ -94,11 +110,23 @@ def run_driver(name: str, exe: str, args: list[str], timeout: float) -> dict:
         return {"error": f"timed out after {timeout:.0f}s"}
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("BENCH-RESULT ")]
     if proc.returncode != 0 or not lines:
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
-        return {"error": f"exit {proc.returncode}: {' | '.join(tail)[:300]}"}
-    result = json.loads(lines[-1][len("BENCH-RESULT "):])
+        last = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        why = f"exit {proc.returncode}" + ("" if lines else ", no BENCH-RESULT line")
+        # The driver's own traceback, so that a failure is readable in a CI log.
+        print(f"[bench] {name} {' '.join(args[:1])}: driver output (last 30 lines):\n"
+              + tail(proc.stderr + "\n" + proc.stdout, 30), flush=True)
+        return {"error": f"{why}: {' | '.join(last)[:300]}"}
+    try:
+        result = json.loads(lines[-1][len("BENCH-RESULT "):])
+    except ValueError as exc:
+        return {"error": f"unreadable BENCH-RESULT line: {exc}"}
     result["seconds"] = round(time.monotonic() - started, 1)
     return result
+
+
+def empty(values: dict[str, object]) -> list[str]:
+    """The measurements that came back missing or not a positive number (a "—" in the table)."""
+    return [k for k, v in values.items() if not isinstance(v, (int, float)) or isinstance(v, bool) or not v > 0]
 
 
 def med(values: list[float] | None) -> float | None:
@@ -136,7 +164,7 @@ def table(summaries: dict[str, dict], errors: dict[str, str]) -> str:
         best = f"{fmt(s['drain_best'])} ({s['drain_best_config']})" if s["drain_best_config"] != "drain" else fmt(s["drain_best"])
         rows.append(f"| {name} | {fmt(s['bulk'])} | {fmt(s['single'])} | {fmt(s['drain_default'])} / {best} | {wake} |")
     for name, why in errors.items():
-        rows.append(f"| {name} | could not run: {why} | | | |")
+        rows.append(f"| {name} | {why if why.startswith('skipped') else 'failed: ' + why} | | | |")
     boson = summaries.get("boson")
     if boson:
         rows += ["", "| boson vs | bulk | one-at-a-time | drain (best vs best) | wake-up p50 (>1 = boson faster) |",
@@ -192,12 +220,18 @@ def main() -> None:
     print("[bench] " + machine(), flush=True)
     summaries: dict[str, dict] = {}
     raw: dict[str, dict] = {}
-    errors: dict[str, str] = {}
-    for name in a.only.split(","):
+    errors: dict[str, str] = {}  # name -> why: a failure, or "skipped (...)" (no Python >= 3.12)
+    only = a.only.split(",")
+    for name in only:
+        if name not in SYSTEMS:
+            errors[name] = f"unknown system (known: {', '.join(SYSTEMS)})"
+            print(f"[bench] {name}: FAILED {errors[name]}", flush=True)
+            continue
         exe, why = venv_python(name)
         if exe is None:
-            errors[name] = why
-            print(f"[bench] {name}: skipped ({why})", flush=True)
+            skipped = why == NO_PYTHON_312
+            errors[name] = f"skipped ({why})" if skipped else why
+            print(f"[bench] {name}: {'skipped' if skipped else 'FAILED'} ({why})", flush=True)
             continue
         args = ["peers", *sizes, "--reps", str(reps)] + ([] if a.quick else small.get(name, []))
         print(f"[bench] {name}: running ...", flush=True)
@@ -209,26 +243,48 @@ def main() -> None:
         raw[name] = result
         summaries[name] = summary(result)
         print(f"[bench] {name}: {json.dumps(summaries[name])} ({result['seconds']}s)", flush=True)
-    print("\n" + table(summaries, errors))
-    if "boson" in a.only.split(",") and not a.skip_scale:
+        missing = empty({k: v for k, v in summaries[name].items() if k not in ("drain_best_config", "wake_polling")})
+        if missing:
+            errors[name] = "no numbers for " + ", ".join(missing)
+            print(f"[bench] {name}: FAILED {errors[name]}", flush=True)
+    print("\n" + table({k: v for k, v in summaries.items() if k not in errors}, errors))
+    if "boson" in only and not a.skip_scale:
         exe, _ = venv_python("boson")
-        scale_args = (["scale", "--n", "400", "--big", "20000", "--window", "2", "--reps", "1"] if a.quick
-                      else ["scale", "--n", "20000", "--window", str(a.window), "--reps", str(reps)])
-        raw["boson-scale"] = run_driver("boson", exe, scale_args + ["--concurrency", "256"], timeout=900)  # type: ignore[arg-type]
-        sq_args = ["sqlite", "--n", "300" if a.quick else "20000", "--window", "2" if a.quick else str(a.window),
-                   "--reps", str(reps)]
-        raw["boson-sqlite"] = run_driver("boson", exe, sq_args, timeout=600)  # type: ignore[arg-type]
-        if "error" in raw["boson-scale"] or "error" in raw["boson-sqlite"]:
-            print(f"\n[bench] boson scale/sqlite failed: {raw['boson-scale'].get('error')} {raw['boson-sqlite'].get('error')}")
+        if exe is None:
+            errors["boson-scale"] = errors["boson-sqlite"] = "boson's virtualenv could not be installed"
         else:
-            print("\n" + scale_table(raw["boson-scale"], raw["boson-sqlite"]))
+            scale_args = (["scale", "--n", "400", "--big", "20000", "--window", "2", "--reps", "1"] if a.quick
+                          else ["scale", "--n", "20000", "--window", str(a.window), "--reps", str(reps)])
+            raw["boson-scale"] = run_driver("boson", exe, scale_args + ["--concurrency", "256"], timeout=900)
+            sq_args = ["sqlite", "--n", "300" if a.quick else "20000", "--window", "2" if a.quick else str(a.window),
+                       "--reps", str(reps)]
+            raw["boson-sqlite"] = run_driver("boson", exe, sq_args, timeout=600)
+            for part in ("boson-scale", "boson-sqlite"):
+                result = raw[part]
+                values = ({} if "error" in result else
+                          {k: (med(v) if isinstance(v, list) else v) for k, v in result.items() if k != "seconds"})
+                if "error" in result:
+                    errors[part] = result["error"]
+                elif not values or empty(values):
+                    errors[part] = "no numbers for " + (", ".join(empty(values)) or "anything")
+            failed = {k: errors[k] for k in ("boson-scale", "boson-sqlite") if k in errors}
+            if failed:
+                print("\n" + "\n".join(f"[bench] {k}: FAILED {why}" for k, why in failed.items()))
+            else:
+                print("\n" + scale_table(raw["boson-scale"], raw["boson-sqlite"]))
     out = BENCH / "results"
     out.mkdir(exist_ok=True)
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     (out / f"{stamp}.json").write_text(json.dumps({"machine": machine(), "raw": raw, "errors": errors}, indent=1))
     print(f"\n[bench] raw results: bench/results/{stamp}.json")
-    if errors and a.quick:
-        sys.exit(1)
+    failures = {k: why for k, why in errors.items() if not why.startswith("skipped")}
+    for name, why in errors.items():
+        print(f"[bench] FAILED: {name}: {why}" if name in failures else f"[bench] {name}: {why}")
+    if a.quick:
+        if failures:
+            print(f"[bench] quick run FAILED: {', '.join(failures)}", flush=True)
+            sys.exit(1)
+        print("[bench] quick run ok: every driver that ran produced every measurement")
 
 
 if __name__ == "__main__":
