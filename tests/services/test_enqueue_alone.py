@@ -111,7 +111,9 @@ def test_observers_hear_of_the_job_once_it_is_committed(live_clock):
 def test_the_tasks_result_is_the_one_read_back(live_clock):
     fields = ("id", "status", "enqueued_at", "started_at", "finished_at", "last_attempted_at",
               "args", "kwargs", "backend", "errors", "worker_ids")
-    for result in (add.enqueue(1, 2), add.using(run_after=live_clock.now() + timedelta(hours=1)).enqueue(3, 4)):
+    with transaction.atomic():
+        joined = add.enqueue(5, 6)
+    for result in (add.enqueue(1, 2), add.using(run_after=live_clock.now() + timedelta(hours=1)).enqueue(3, 4), joined):
         stored = build_result(result.id, "default", using="default")
         assert {f: getattr(result, f) for f in fields} == {f: getattr(stored, f) for f in fields}
         assert result.task == stored.task
