@@ -94,15 +94,15 @@ _ONLY_WHEN_ASKED = 2**31 - 1
 def one_statement(
     connection: BaseDatabaseWrapper, sql: str, params: Sequence[Any], *, planner: Sequence[str] = ()
 ) -> list[dict[str, Any]]:
-    """PostgreSQL: run one statement as its own transaction in one round trip; its rows.
+    """PostgreSQL: run one statement as its own transaction; its rows.
 
     The worker's hot paths are single data-modifying statements. With psycopg 3 this
-    pipelines ``BEGIN``, the ``planner`` settings (``SET LOCAL``: they end with the
+    runs ``BEGIN``, the ``planner`` settings (``SET LOCAL``: they end with the
     transaction), the statement and ``COMMIT``, prepares the statement once per
     connection (no planning per call) and reads timestamps with psycopg's C loader
     (Django's is pure Python). Inside the caller's transaction it joins that, without
     the settings; in autocommit with no settings the statement alone is the transaction
-    (the pipelined ``BEGIN``/``COMMIT`` waited for more than it saved). psycopg2 gets
+    (a ``BEGIN``/``COMMIT`` around it waited for more than it saved). psycopg2 gets
     the same statement in an ordinary transaction.
 
     Django turns psycopg's preparing off (``prepare_threshold`` None) because poolers in
@@ -132,7 +132,7 @@ def one_statement(
             if connection.in_atomic_block or (raw.autocommit and not planner):
                 cursor.execute(sql, params, prepare=True)  # autocommit: its own transaction already
             else:
-                with raw.pipeline(), raw.transaction():
+                with raw.transaction():  # not pipelined: a worker hung once in pipeline mode under connection kills
                     for setting in planner:
                         raw.execute(f"SET LOCAL {setting}")
                     cursor.execute(sql, params, prepare=True)
