@@ -108,11 +108,12 @@ def admit(
     transitions.admitted(units, now, db)
     if held and len(units) < limit:
         units += _admit(worker_id, wanted, limit - len(units), lease_ms=lease_ms, using=db)
-        units.sort(key=_claim_order)  # one batch in claim order, whichever path claimed each
+    units.sort(key=_claim_order)  # RETURNING has no order; one batch, whichever path claimed each
     return units
 
 
 def _claim_order(unit: AdmissionUnit) -> tuple[int, Any, str]:
+    """The order jobs are picked in, so the batch is started in that order."""
     env = unit.envelope
     return -(env.priority or 0), env.run_at, env.id or ""
 

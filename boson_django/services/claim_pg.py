@@ -71,7 +71,7 @@ def claim_free(
     fetched = _db.one_statement(
         connection, _claim_sql(len(lanes)), [*lanes, limit, worker_id, lease_ms, worker_id], planner=_PLANNER
     )
-    rows = sorted((row for row in fetched if row["id"] is not None), key=_claim_order)
+    rows = [row for row in fetched if row["id"] is not None]  # in no order: admit() sorts the batch
     return rows, fetched[0]["held"], fetched[0]["store_now"]
 
 
@@ -80,8 +80,3 @@ def _claim_sql(lanes: int) -> str:
     """The statement for ``lanes`` named queues (0: every queue); built on first use."""
     where = f"AND j.queue IN ({', '.join(['%s'] * lanes)})" if lanes else ""
     return _CLAIM.format(now=clock.PG_NOW, lanes=where, returned=_RETURNED)
-
-
-def _claim_order(row: dict[str, Any]) -> tuple[int, Any, str]:
-    """RETURNING has no order: the batch is started in the order it was picked."""
-    return -row["priority"], row["run_at"], row["id"]
