@@ -25,18 +25,22 @@ from boson_django.services import _db, throughput
 #: from the exact interval, the float log2 estimate corrected against powers of two.
 #: Every join here is written as a LATERAL lookup by key, so the plan does not depend on
 #: the estimates of a queue table's statistics, which are often stale (a plan driven by
-#: a partial index the statistics think nearly empty compares every pair of rows).
+#: a partial index the statistics think nearly empty compares every pair of rows). The
+#: job lookup holds only the key (``LIMIT 1`` keeps the lease checks from being pushed
+#: into it): with ``state = 'running'`` beside the key the planner took the partial
+#: index of running jobs and filtered all of them for each ack (29 ms for 256 acks with
+#: 256 running, against the primary key's 3 ms, measured).
 _COMPLETE = """
 WITH clk AS ({now}),
 locked AS MATERIALIZED (
   SELECT x.id, req.result
   FROM (SELECT * FROM unnest(%s::text[], %s::bigint[], %s::text[]) AS r(id, fence, result) ORDER BY 1) AS req
   CROSS JOIN LATERAL (
-    SELECT j.id FROM boson_job j
-    WHERE j.id = req.id AND j.fence = req.fence AND j.state = 'running'
-      AND j.lease_expires_at > (SELECT now FROM clk) AND j.retention_ms IS DISTINCT FROM 0
-    FOR UPDATE
+    SELECT j.id, j.fence, j.state, j.lease_expires_at, j.retention_ms FROM boson_job j
+    WHERE j.id = req.id LIMIT 1 FOR UPDATE
   ) AS x
+  WHERE x.fence = req.fence AND x.state = 'running'
+    AND x.lease_expires_at > (SELECT now FROM clk) AND x.retention_ms IS DISTINCT FROM 0
 ),
 done AS (
   UPDATE boson_job j SET state = 'completed', attempt = j.attempt + 1, lease_holder = NULL,
