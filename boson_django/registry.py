@@ -13,6 +13,7 @@ import threading
 from typing import Any
 
 from django.apps import apps
+from django.core.signals import setting_changed
 
 from boson_django import conf
 
@@ -51,12 +52,25 @@ def _import_if_present(module: str) -> None:
             raise
 
 
+#: Module -> allowed, for the settings in force (the worker asks once per job).
+_allowed: dict[str, bool] = {}
+
+
 def _allowed_module(module: str) -> bool:
-    if module in conf.get().TASK_MODULES:
-        return True
-    return any(
-        module == cfg.name or module.startswith(cfg.name + ".") for cfg in apps.get_app_configs()
-    )
+    known = _allowed.get(module)
+    if known is None:
+        known = _allowed[module] = module in conf.get().TASK_MODULES or any(
+            module == cfg.name or module.startswith(cfg.name + ".") for cfg in apps.get_app_configs()
+        )
+    return known
+
+
+def _forget_allowed(**_: Any) -> None:
+    """``TASK_MODULES`` or ``INSTALLED_APPS`` may have changed (``override_settings``)."""
+    _allowed.clear()
+
+
+setting_changed.connect(_forget_allowed, dispatch_uid="boson_django.registry.forget_allowed")
 
 
 def get(name: str) -> Any | None:

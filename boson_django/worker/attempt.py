@@ -9,15 +9,17 @@ stopping is cooperative.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from boson_django.services import AdmissionUnit, LeaseRef
 from boson_django.worker.outcomes import Finish, JobInterrupted
+
+if TYPE_CHECKING:
+    from boson_django.worker.executor import JobFuture
 
 
 @dataclass(eq=False)
@@ -25,7 +27,7 @@ class Attempt:
     unit: AdmissionUnit
     worker_id: str
     using: str
-    future: Future[Finish] | None = None
+    future: Future[Finish] | JobFuture | None = None
     #: The exception the handler gets at its next context call once it must stop.
     interruption: BaseException | None = None
     #: True once the store no longer lets this worker write (acked, lost, released).
@@ -33,7 +35,6 @@ class Attempt:
     started_result: Any = None
     #: The handler's log lines so far (read when a timeout acks before it returns).
     logs: Any = None
-    stopped: threading.Event = field(default_factory=threading.Event)
     #: Callables the handler asked to run inside the transaction of its SUCCESS ack
     #: (``context.in_ack``): their writes commit if and only if the ack does.
     effects: list[Callable[[], Any]] = field(default_factory=list)
@@ -66,8 +67,7 @@ class Attempt:
         handler is also cancelled at its next ``await``."""
         if self.interruption is None:
             self.interruption = exc
-        self.stopped.set()
-        if self.future is not None and getattr(self.future, "boson_async", False):
+        if isinstance(self.future, Future) and getattr(self.future, "boson_async", False):
             self.future.cancel()
 
     def check(self) -> None:

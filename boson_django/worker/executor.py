@@ -125,29 +125,66 @@ def _in_thread(attempt: Attempt, task: Any) -> Finish:
         close_old_connections()
 
 
+class JobFuture:
+    """The Future of a sync handler's call: what the runtime reads of it and nothing more.
+
+    ``concurrent.futures.Future`` builds a Condition (and its lock) per call, which the
+    loop never waits on -- it polls ``done()`` after the waker fires. The callback is
+    given up front, so no completion can slip in between submitting and registering it.
+    """
+
+    __slots__ = ("_done", "_value", "_error", "_on_done")
+
+    def __init__(self, on_done: Callable[[JobFuture], None] | None = None):
+        self._done = False
+        self._value: Any = None
+        self._error: BaseException | None = None
+        self._on_done = on_done
+
+    def done(self) -> bool:
+        return self._done
+
+    def cancelled(self) -> bool:
+        return False
+
+    def exception(self) -> BaseException | None:
+        return self._error
+
+    def result(self) -> Any:
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+    def settle(self, value: Any = None, error: BaseException | None = None) -> None:
+        self._value, self._error = value, error
+        self._done = True  # last: a reader that sees done() sees the value
+        if self._on_done is not None:
+            self._on_done(self)
+
+
 class DaemonPool:
     """A fixed set of daemon threads taking calls from one queue."""
 
     def __init__(self, size: int, name: str):
-        self.calls: queue.SimpleQueue[tuple[Callable[[], Any], Future[Any]] | None] = queue.SimpleQueue()
+        self.calls: queue.SimpleQueue[tuple[Callable[[], Any], JobFuture] | None] = queue.SimpleQueue()
         self.threads = [threading.Thread(target=self._serve, name=f"{name}-{i}", daemon=True) for i in range(size)]
         for thread in self.threads:
             thread.start()
 
-    def submit(self, fn: Callable[[], Any]) -> Future[Any]:
-        future: Future[Any] = Future()
+    def submit(self, fn: Callable[[], Any], on_done: Callable[[JobFuture], None] | None = None) -> JobFuture:
+        future = JobFuture(on_done)
         self.calls.put((fn, future))
         return future
 
     def _serve(self) -> None:
         while (item := self.calls.get()) is not None:
             fn, future = item
-            if not future.set_running_or_notify_cancel():
-                continue
             try:
-                future.set_result(fn())
+                value = fn()
             except BaseException as exc:  # noqa: BLE001 -- delivered to the waiter
-                future.set_exception(exc)
+                future.settle(error=exc)
+            else:
+                future.settle(value)
 
     def shutdown(self) -> None:
         for _ in self.threads:
@@ -179,17 +216,20 @@ class Executor:
         self._loop: LoopThread | None = None
         self._name = name
 
-    def submit(self, attempt: Attempt, on_done: Callable[[Future[Finish]], None]) -> Future[Finish]:
+    def submit(self, attempt: Attempt, on_done: Callable[[Any], None]) -> Future[Finish] | JobFuture:
         found = resolve(attempt)
+        future: Future[Finish] | JobFuture
         if isinstance(found, Finish):
-            future: Future[Finish] = Future()
-            future.set_result(found)
+            future = attempt.future = JobFuture()
+            future.settle(found)
+            on_done(future)
         elif is_async(found):
-            future = self._loop_thread().submit(tracing.around_attempt_async(attempt, run_async(attempt, found)))
+            future = attempt.future = self._loop_thread().submit(
+                tracing.around_attempt_async(attempt, run_async(attempt, found))
+            )
+            future.add_done_callback(on_done)
         else:
-            future = self.pool.submit(lambda: _in_thread(attempt, found))
-        attempt.future = future
-        future.add_done_callback(on_done)
+            future = attempt.future = self.pool.submit(lambda: _in_thread(attempt, found), on_done)
         return future
 
     def _loop_thread(self) -> LoopThread:
@@ -203,7 +243,7 @@ class Executor:
             self._loop.shutdown()
 
 
-def finish_of(future: Future[Finish], attempt: Attempt) -> Finish:
+def finish_of(future: Future[Finish] | JobFuture, attempt: Attempt) -> Finish:
     """The attempt's Finish; a cancelled async handler counts as interrupted."""
     if future.cancelled():
         return failure(attempt.interruption or asyncio.CancelledError("handler cancelled"))
