@@ -12,6 +12,9 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.db.models import Value
+from django.db.models.functions import Concat
+
 from boson_django import clock, validation
 from boson_django.errors import LeaseRejected
 from boson_django.models import Job, JobData
@@ -36,9 +39,13 @@ PAYLOAD_FIELDS = ("args", "kwargs", "meta", "checkpoint")
 def hold(lease: Any, now: datetime, using: str) -> Job:
     """The locked job row this lease still holds (payload columns deferred), or ``LeaseRejected``."""
     ref = as_lease(lease)
+    # ``state || ''`` (Concat) rather than ``state``: with ``state = 'running'`` the planner,
+    # whose statistics often think few jobs are running, filtered every running job through
+    # their partial index to find this one instead of looking it up by key.
     job = (
         Job.objects.using(using).select_for_update()
-        .filter(id=ref.job_id, fence=ref.fence, state=JobState.RUNNING.value, lease_expires_at__gt=now)
+        .alias(state_unindexed=Concat("state", Value("")))
+        .filter(id=ref.job_id, fence=ref.fence, state_unindexed=JobState.RUNNING.value, lease_expires_at__gt=now)
         .defer(*PAYLOAD_FIELDS).first()
     )
     if job is None:
@@ -70,15 +77,21 @@ def renew(leases: Sequence[Any], lease_ms: int, *, using: str | None = None) -> 
         return []
     connection = _db.conn(using)
     now = clock.now(using)
-    pairs = ", ".join(["(%s, %s)"] * len(refs))
-    params: list[Any] = [_db.dt_param(connection, now + timedelta(milliseconds=lease_ms)), _db.dt_param(connection, now)]
-    for ref in refs:
-        params += [ref.job_id, ref.fence]
+    ids = sorted({ref.job_id for ref in refs})
+    pairs = [f"{ref.job_id}/{ref.fence}" for ref in refs]  # unambiguous: a fence has no '/'
+    params: list[Any] = [_db.dt_param(connection, now + timedelta(milliseconds=lease_ms)), *ids, *pairs]
     with connection.cursor() as cursor:
+        # Found by key only (one heartbeat renews hundreds of leases). The planner's
+        # statistics often think no job is running: with ``state = 'running'`` it took a
+        # partial index of running jobs and compared each with every (id, fence) pair of a
+        # VALUES list (256 leases: 11 ms, against 3 ms by key, measured). ``state || ''``
+        # matches no index predicate and the pairs are one hashed list, so each lease
+        # costs one primary-key lookup.
         cursor.execute(
-            "UPDATE boson_job SET lease_expires_at = %s WHERE state = 'running' "
-            f"AND lease_expires_at > %s AND (id, fence) IN (VALUES {pairs}) RETURNING id, fence",
-            params,
+            f"UPDATE boson_job SET lease_expires_at = %s WHERE id IN ({_db.placeholders(ids)}) "
+            f"AND id || '/' || fence IN ({_db.placeholders(pairs)}) "
+            "AND state || '' = 'running' AND lease_expires_at > %s RETURNING id, fence",
+            [*params, _db.dt_param(connection, now)],
         )
         kept = {(row[0], row[1]) for row in cursor.fetchall()}
     return [ref.job_id for ref in refs if (ref.job_id, ref.fence) not in kept]

@@ -1,0 +1,109 @@
+"""Statements that find running jobs by id look them up by key, whatever the statistics say.
+
+``boson_job`` has partial indexes over running jobs (``boson_job_active``,
+``boson_job_lease``). A statement naming jobs by id that also says ``state = 'running'``
+lets the planner take one of them when its statistics think few jobs are running (the
+usual case: ANALYZE ran while the queue was idle), and then filter every running job
+for the ids: a cost in running jobs, for some statements per id. Each test here builds
+that situation (ANALYZE saw no running job, then 256 were claimed), runs the service,
+checks what it did and EXPLAINs the statement it ran.
+
+The test table is small, so a sequential scan is the cheapest plan for it; the plans are
+read with sequential scans off, which asks the question that matters on a large table:
+which index the planner would walk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+
+import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
+
+from boson_django import services
+from boson_django.errors import LeaseRejected
+from boson_django.models import Job
+from boson_django.services import AdmissionUnit, LeaseRef
+from tests.factories import NOOP, envelope
+
+pytestmark = pytest.mark.postgres
+
+RUNNING_INDEXES = ("boson_job_active", "boson_job_lease")
+LEASE_MS = 60_000
+
+
+@pytest.fixture
+def running(live_clock) -> Iterator[list[AdmissionUnit]]:
+    """256 running jobs (of 300) that the planner's statistics do not know about."""
+    with connection.cursor() as cursor:
+        cursor.execute("ALTER TABLE boson_job SET (autovacuum_enabled = false)")  # keep the statistics stale
+    try:
+        services.enqueue([envelope(NOOP, queue="many") for _ in range(300)])
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE boson_job")  # the statistics see no running job
+        units = services.admit("w1", ["many"], 256, lease_ms=LEASE_MS)
+        assert len(units) == 256
+        yield units
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("ALTER TABLE boson_job RESET (autovacuum_enabled)")
+
+
+def ran(call: Callable[[], object], prefix: str) -> tuple[object, str]:
+    """``call()``'s result and the one statement starting with ``prefix`` it ran."""
+    with CaptureQueriesContext(connection) as seen:
+        result = call()
+    found = [q["sql"] for q in seen.captured_queries if q["sql"].startswith(prefix)]
+    assert len(found) == 1, [q["sql"][:120] for q in seen.captured_queries]
+    return result, found[0]
+
+
+def plan(sql: str) -> str:
+    """EXPLAIN of ``sql`` (as run, parameters inlined) with sequential scans off."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("EXPLAIN " + sql)
+        return "\n".join(row[0][:300] for row in cursor.fetchall())
+
+
+def assert_found_by_key(text: str) -> None:
+    assert not any(index in text for index in RUNNING_INDEXES), text
+    assert "Index Scan using boson_job_pkey on boson_job" in text, text
+
+
+def test_a_lease_renewal_renews_exactly_the_held_leases_each_found_by_key(running, live_clock):
+    held = [u.lease for u in running]
+    expired, stolen = held[0], held[1]
+    Job.objects.filter(id=expired.job_id).update(lease_expires_at=live_clock.now())  # expires now: not held
+    Job.objects.filter(id=stolen.job_id).update(fence=stolen.fence + 1)  # re-claimed by another worker
+    waiting = Job.objects.filter(queue="many", state="available").values_list("id", "fence").first()
+    assert waiting is not None
+    stale = LeaseRef(held[2].job_id, held[2].fence - 1)
+    leases = [*held, stale, LeaseRef(*waiting), LeaseRef("no-such-job", 1)]
+    live_clock.advance(1_000)
+
+    lost, sql = ran(lambda: services.renew(leases, 2 * LEASE_MS), "UPDATE boson_job SET lease_expires_at")
+
+    assert sorted(lost) == sorted([expired.job_id, stolen.job_id, stale.job_id, waiting[0], "no-such-job"])
+    renewed_until = live_clock.now() + timedelta(milliseconds=2 * LEASE_MS)
+    expiry = dict(Job.objects.filter(queue="many").values_list("id", "lease_expires_at"))
+    assert all(expiry[lease.job_id] == renewed_until for lease in held[2:])
+    assert expiry[expired.job_id] < renewed_until and expiry[stolen.job_id] < renewed_until
+    assert expiry[waiting[0]] is None
+    # One statement renews the whole heartbeat: through the running jobs' partial index it
+    # compared every running job with every lease.
+    assert_found_by_key(plan(sql))
+
+
+def test_a_fenced_write_finds_its_job_by_key(running):
+    lease = running[7].lease
+
+    _, sql = ran(lambda: services.checkpoint(lease, {"step": 1}), "SELECT \"boson_job\"")
+
+    assert Job.objects.get(id=lease.job_id).checkpoint == {"step": 1}
+    with pytest.raises(LeaseRejected, match="stale"):
+        services.checkpoint(LeaseRef(lease.job_id, lease.fence - 1), {"step": 2})
+    assert Job.objects.get(id=lease.job_id).checkpoint == {"step": 1}
+    assert_found_by_key(plan(sql))
