@@ -25,7 +25,7 @@ from django.test.utils import CaptureQueriesContext
 from boson_django import services
 from boson_django.errors import LeaseRejected
 from boson_django.models import Job
-from boson_django.services import AdmissionUnit, LeaseRef
+from boson_django.services import AckRequest, AdmissionUnit, LeaseRef, Outcome
 from tests.factories import NOOP, envelope
 
 pytestmark = pytest.mark.postgres
@@ -94,6 +94,28 @@ def test_a_lease_renewal_renews_exactly_the_held_leases_each_found_by_key(runnin
     assert expiry[waiting[0]] is None
     # One statement renews the whole heartbeat: through the running jobs' partial index it
     # compared every running job with every lease.
+    assert_found_by_key(plan(sql))
+
+
+def test_a_general_ack_batch_completes_each_job_by_key(running):
+    # A weight correction on a job without a rate class: the general path's batched completion.
+    requests = [AckRequest(u.lease, Outcome.SUCCESS, actual_weight=0.5) for u in running]
+
+    replies, sql = ran(lambda: services.ack_many(requests), "UPDATE boson_job SET state = 'completed'")
+
+    assert [r.state for r in replies] == ["completed"] * 256
+    assert Job.objects.filter(queue="many", state="completed").count() == 256
+    assert_found_by_key(plan(sql))
+
+
+def test_a_reclaim_moves_each_expired_job_by_key(running, live_clock):
+    live_clock.advance(LEASE_MS + 1)
+
+    reclaimed, sql = ran(lambda: services.reclaim_expired(), "UPDATE boson_job SET state = 'available'")
+
+    assert sorted(r.job_id for r in reclaimed) == sorted(u.lease.job_id for u in running)
+    assert Job.objects.filter(queue="many", state="available", crash_attempt=1).count() == 256
+    assert not Job.objects.filter(queue="many", state="running").exists()
     assert_found_by_key(plan(sql))
 
 
