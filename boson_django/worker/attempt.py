@@ -32,6 +32,8 @@ class Attempt:
     interruption: BaseException | None = None
     #: True once the store no longer lets this worker write (acked, lost, released).
     settled: bool = False
+    #: The handler has finished and its ack is being flushed (see ``worker.acker``).
+    acking: bool = False
     started_result: Any = None
     #: The handler's log lines so far (read when a timeout acks before it returns).
     logs: Any = None

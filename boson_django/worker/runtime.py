@@ -24,9 +24,9 @@ from boson_django import clock, conf, services
 from boson_django.errors import LeaseRejected
 from boson_django.services import _db
 from boson_django.worker import logcapture
+from boson_django.worker.acker import Acker
 from boson_django.worker.attempt import Attempt
 from boson_django.states import Outcome
-from boson_django.worker.completer import complete
 from boson_django.worker.delivery import deliver
 from boson_django.worker.executor import Executor, finish_of
 from boson_django.worker.heartbeat import Heartbeat
@@ -87,6 +87,7 @@ class Worker:
         self.heartbeat = Heartbeat(s.HEARTBEAT_MS, self.using)
         self.sweeper = Sweeper(self.worker_id, self.using, s.SWEEP_INTERVAL_MS, s.SWEEP_BATCH, self._wake_others)
         self.backoff = Backoff(s.RECONNECT_MAX_MS)
+        self.acker = Acker(self.using, inline=connections[self.using].vendor != "postgresql", on_flushed=self.waker.set)
         self.running: dict[str, Attempt] = {}
         self.admitted = 0
         self.listener: Listener | None = None
@@ -125,7 +126,8 @@ class Worker:
         return wanted and enabled(self.using) and not self.options.burst
 
     def _finish(self, executor: Executor) -> None:
-        for step in (self.sweeper.release, executor.shutdown, logcapture.uninstall, self.shutdown.uninstall):
+        for step in (self._stop_acker, self.sweeper.release, executor.shutdown, logcapture.uninstall,
+                     self.shutdown.uninstall):
             try:
                 step()
             except Exception:  # noqa: BLE001 -- best effort on the way out
@@ -133,6 +135,9 @@ class Worker:
         if self.listener is not None:
             self.listener.stop()
         log.info("boson: worker %s stopped after %d jobs", self.worker_id, self.admitted)
+
+    def _stop_acker(self) -> None:
+        self.acker.stop(timeout_s=max(self.shutdown.seconds_left(), 5.0))
 
     def _step(self, executor: Executor) -> bool:
         """One guarded tick; a database error backs off instead of ending the worker."""
@@ -161,7 +166,7 @@ class Worker:
         self._keep_connection()
         self._collect()
         self._enforce_timeouts()
-        self.heartbeat.maybe_beat(self._held())
+        self.heartbeat.maybe_beat(self._renewable())
         if self.shutdown.stopping:
             return self._drain()
         self.sweeper.maybe_run()
@@ -175,12 +180,23 @@ class Worker:
     def _held(self) -> list[Attempt]:
         return [a for a in self.running.values() if not a.settled]
 
+    def _renewable(self) -> list[Attempt]:
+        """Held leases not in the flush in flight (its statement holds their rows; a renewal
+        locking them in another order could deadlock with it)."""
+        return [a for a in self.running.values() if not a.settled and not a.acking]
+
+    def _finished(self, attempt: Attempt) -> bool:
+        return attempt.future is not None and attempt.future.done()
+
     def _collect(self) -> None:
-        """Ack every attempt that finished: one transaction for all of them (the completer);
-        an attempt with in-ack effects gets its own. Removed from ``running`` once acked, so
-        a database error leaves the rest to be acked again next tick."""
+        """Ack every attempt that finished: one flush for all of them (the acker); an
+        attempt with in-ack effects gets its own transaction. Removed from ``running`` once
+        acked, so a database error leaves them to be acked again."""
+        self._forget(self.acker.flushed())
+        if self.acker.busy:  # they join the next flush
+            return
         batch = []
-        for attempt in [a for a in self.running.values() if a.future is not None and a.future.done()]:
+        for attempt in [a for a in self.running.values() if self._finished(a)]:
             finish = finish_of(attempt.future, attempt)  # type: ignore[arg-type]
             if getattr(attempt, "effects", None) and finish.outcome is Outcome.SUCCESS:
                 deliver(attempt, finish)
@@ -188,12 +204,16 @@ class Worker:
             else:
                 batch.append((attempt, finish))
         if batch:
-            complete(batch, self.using)
-            for attempt, _ in batch:
-                del self.running[attempt.job_id]
+            self.acker.submit(batch)
+            self._forget(self.acker.flushed())
+
+    def _forget(self, acked: list[Attempt]) -> None:
+        for attempt in acked:
+            del self.running[attempt.job_id]
 
     def _admit(self, executor: Executor) -> tuple[int, int]:
-        free = self.concurrency - len(self.running)
+        # A slot is a handler: an attempt whose ack is in flight no longer takes one.
+        free = self.concurrency - sum(1 for a in self.running.values() if not a.acking)
         if self.options.max_jobs is not None:
             free = min(free, self.options.max_jobs - self.admitted)
         if free <= 0:
@@ -232,7 +252,7 @@ class Worker:
                     connection.close()
 
     def _enforce_timeouts(self) -> None:
-        timed = [a for a in self._held() if a.deadline is not None]
+        timed = [a for a in self._held() if a.deadline is not None and not self._finished(a)]
         self._next_deadline_s = None
         if not timed:
             return
@@ -261,7 +281,7 @@ class Worker:
         if not held:
             return True
         if self.shutdown.grace_over():
-            self._release(held)
+            self._release([a for a in held if not a.acking])  # the flush in flight settles the rest
             return True
         self.waker.wait(min(self.shutdown.seconds_left(), self.heartbeat.seconds_left(held), self.poll_s))
         return False
