@@ -75,6 +75,29 @@ def test_connection_killed_mid_ack_the_ack_is_retried_and_the_effect_lands_once(
     assert_sound([job_id])
 
 
+def test_connection_killed_under_the_ack_flush_hands_the_acks_back_and_they_land_once(live_clock, tmp_path, workers):
+    """The flush runs on the worker's ack thread with a connection of its own; killing that
+    connection while it waits for a job row must not lose or double the ack."""
+    (job_id,) = enqueue_many("tests.testapp.fault_tasks.gated", 1, args=[str(tmp_path), "go", 7])
+    worker = workers("w-flush")
+    wait_file(tmp_path, f"started-{job_id}-1")
+    lock = RowLock(job_id)
+    try:
+        (tmp_path / "go").write_text("go")
+        pid = wait_until(lambda: _waiting_backend("%locked AS MATERIALIZED%FOR UPDATE%"), what="the flush to wait for the row")
+        _terminate(pid)
+    finally:
+        lock.release()
+    wait_until(lambda: services.job_state(job_id)[1] == "completed", what="the flushed-again ack")
+    assert worker.says("flushing 1 acks failed; they are retried"), worker.text()
+    worker.signal(signal.SIGTERM)
+    assert worker.exit_code() == 0, worker.text()
+    job = Job.objects.get(id=job_id)
+    assert (job.fence, job.attempt, job.crash_attempt) == (1, 1, 0)
+    assert starts_of(job_id) == [1] and services.get_result(job_id).data == 7
+    assert_sound([job_id])
+
+
 def test_connection_killed_mid_renew_frees_nothing_and_the_lease_holds(live_clock, tmp_path, workers):
     (job_id,) = enqueue_many(EFFECT, 1, args=[str(tmp_path), "go"], lease_ms=3_000)  # renewed every second
     worker = workers("w-mid-renew")

@@ -142,3 +142,12 @@ def chaos_job(context, work_ms: int, fails_first: bool = False) -> int:
         raise RuntimeError("first attempt fails")
     context.in_ack(_effect(context))
     return work_ms
+
+
+@task(takes_context=True)
+def gated(context, folder: str, gate: str, value: int = 0) -> int:
+    """Waits at ``gate`` and returns ``value``: a plain success, acked by the worker's flush."""
+    mark_start(context)
+    _touch(folder, f"started-{context.job_id}-{context.fence}")
+    wait_for_gate(folder, gate, context)
+    return value
