@@ -137,7 +137,9 @@ class Worker:
         log.info("boson: worker %s stopped after %d jobs", self.worker_id, self.admitted)
 
     def _stop_acker(self) -> None:
-        self.acker.stop(timeout_s=max(self.shutdown.seconds_left(), 5.0))
+        """The flush in flight is one statement: it gets the grace left, at least a second
+        (a burst run ends with no grace set)."""
+        self.acker.stop(timeout_s=max(min(self.shutdown.seconds_left(), 30.0), 1.0))
 
     def _step(self, executor: Executor) -> bool:
         """One guarded tick; a database error backs off instead of ending the worker."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from asgiref.sync import async_to_sync
 
 from boson_django import services
@@ -10,9 +12,10 @@ from tests.testapp.tasks import add, async_add, fail, inspect_context, noop
 from tests.worker.conftest import burst, job, state
 
 
-def test_plain_task_runs_and_returns_its_value(live_clock):
+def test_plain_task_runs_and_returns_its_value(live_clock, caplog):
     result = add.enqueue(2, 3)
     burst()
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text  # a clean exit
     done = add.get_result(result.id)
     assert done.status == TaskResultStatus.SUCCESSFUL
     assert done.return_value == 5
