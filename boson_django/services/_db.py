@@ -131,14 +131,36 @@ def one_statement(
         with connection.wrap_database_errors:
             if connection.in_atomic_block or (raw.autocommit and not planner):
                 cursor.execute(sql, params, prepare=True)  # autocommit: its own transaction already
-            else:
-                with raw.transaction():  # not pipelined: a worker hung once in pipeline mode under connection kills
-                    for setting in planner:
-                        raw.execute(f"SET LOCAL {setting}")
-                    cursor.execute(sql, params, prepare=True)
-            return fetch_dicts(cursor)
+                return fetch_dicts(cursor)
+            return _with_settings(raw, cursor, sql, params, planner)
     finally:
         raw.prepare_threshold = threshold
+
+
+def _with_settings(raw: Any, cursor: Any, sql: str, params: Sequence[Any], planner: Sequence[str]) -> list[dict[str, Any]]:
+    """``BEGIN`` and the ``SET LOCAL`` settings go as one simple-protocol message (one
+    round trip instead of one each), then the prepared statement, then ``COMMIT``. Not
+    in pipeline mode: a worker hung once in a pipeline while its connection was killed."""
+    settings = "".join(f"; SET LOCAL {setting}" for setting in planner)
+    raw.execute(f"BEGIN{settings}")
+    try:
+        cursor.execute(sql, params, prepare=True)
+        rows = fetch_dicts(cursor)
+        raw.execute("COMMIT")
+    except BaseException:
+        _roll_back_quietly(raw)
+        raise
+    return rows
+
+
+def _roll_back_quietly(raw: Any) -> None:
+    """End the failed transaction if the connection still can (a broken one is closed by
+    Django's error handling)."""
+    try:
+        if not raw.closed:
+            raw.execute("ROLLBACK")
+    except Exception:  # noqa: BLE001 -- the original error is the one to report
+        pass
 
 
 def lock_by_key(

@@ -1,0 +1,51 @@
+"""``_db.one_statement`` with planner settings: ``BEGIN`` and ``SET LOCAL`` in one message,
+the prepared statement, ``COMMIT`` -- the settings hold for the statement only, and a
+failed statement leaves the connection out of any transaction, settings undone."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import DatabaseError, connection
+
+from boson_django.services import _db
+
+pytestmark = pytest.mark.postgres
+
+SETTING = "SELECT current_setting('enable_bitmapscan') AS v, pg_current_xact_id_if_assigned() IS NULL AS unwritten"
+
+
+def _idle_with_defaults() -> None:
+    raw = connection.connection
+    assert raw.info.transaction_status == 0, "left inside a transaction"
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW enable_bitmapscan")
+        assert cursor.fetchone()[0] == "on"
+
+
+def test_the_settings_hold_for_the_statement_and_end_with_its_commit(transactional_db):
+    connection.ensure_connection()
+    rows = _db.one_statement(connection, SETTING, [], planner=("enable_bitmapscan = off",))
+    assert rows == [{"v": "off", "unwritten": True}]
+    _idle_with_defaults()
+
+
+def test_a_failed_statement_rolls_back_and_leaves_no_setting_behind(transactional_db):
+    connection.ensure_connection()
+    with connection.cursor() as cursor:
+        cursor.execute("CREATE TEMP TABLE one_stmt (n int)")
+    failing = "WITH w AS (INSERT INTO one_stmt VALUES (1) RETURNING n) SELECT n / 0 AS x FROM w"
+    with pytest.raises(DatabaseError):
+        _db.one_statement(connection, failing, [], planner=("enable_bitmapscan = off",))
+    _idle_with_defaults()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT COUNT(*) FROM one_stmt")
+        assert cursor.fetchone()[0] == 0  # the insert went with the rollback
+
+
+def test_inside_the_caller_s_transaction_it_joins_it_without_the_settings(transactional_db):
+    from django.db import transaction
+
+    with transaction.atomic():
+        rows = _db.one_statement(connection, SETTING, [], planner=("enable_bitmapscan = off",))
+        assert rows[0]["v"] == "on"
+    _idle_with_defaults()
