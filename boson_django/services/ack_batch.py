@@ -231,13 +231,12 @@ def _complete_all(done: list[tuple[int, _Row, acks.Checked]], now: datetime, usi
     connection = _db.conn(using)
     stamp = _db.dt_param(connection, now)
     default_ms = conf.get().RETENTION_MS
-    cases, params, ids, pairs = [], [], [], []
+    cases, params, ids = [], [], []
     for job, _ in kept:
         keep_ms = job.retention_ms if job.retention_ms is not None else default_ms
         cases.append("WHEN %s THEN %s")
         params += [job.id, _db.dt_param(connection, now + timedelta(milliseconds=keep_ms))]
         ids.append(job.id)
-        pairs += [job.id, job.fence]
     with connection.cursor() as cursor:
         # ``state || ''``: with ``state = 'running'`` the planner, whose statistics often
         # think no job is running, took the partial index of running jobs and filtered all
@@ -249,11 +248,11 @@ def _complete_all(done: list[tuple[int, _Row, acks.Checked]], now: datetime, usi
             [stamp, *params, *ids],
         )
         assert cursor.rowcount == len(ids), "locked rows changed under the lock"
-        values = ", ".join(["(%s, %s)"] * len(kept))
+        found, keyed = _db.by_key_and_fence("job_id", [(job.id, job.fence) for job, _ in kept])
         cursor.execute(
             f"UPDATE boson_run SET finished_at = %s, outcome = 'success', error = '', logs = %s{_db.json_cast(connection)}, "
-            f"recorded = FALSE WHERE finished_at IS NULL AND (job_id, fence) IN (VALUES {values})",
-            [stamp, "[]", *pairs],
+            f"recorded = FALSE WHERE {found} AND {_db.STILL_OPEN}",
+            [stamp, "[]", *keyed],
         )
 
 

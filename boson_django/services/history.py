@@ -72,15 +72,12 @@ def close_runs(
     if not closing:
         return
     connection = _db.conn(using)
-    pairs = ", ".join(["(%s, %s)"] * len(closing))
-    params: list[Any] = [_db.dt_param(connection, now), outcome, error]
-    for job_id, fence in closing:
-        params += [job_id, fence]
+    found, keyed = _db.by_key_and_fence("job_id", closing)
     with connection.cursor() as cursor:
         cursor.execute(
             "UPDATE boson_run SET finished_at = %s, outcome = %s, error = %s, recorded = TRUE "
-            f"WHERE finished_at IS NULL AND (job_id, fence) IN (VALUES {pairs})",
-            params,
+            f"WHERE {found} AND {_db.STILL_OPEN}",
+            [_db.dt_param(connection, now), outcome, error, *keyed],
         )
 
 

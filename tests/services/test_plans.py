@@ -24,13 +24,16 @@ from django.test.utils import CaptureQueriesContext
 
 from boson_django import services
 from boson_django.errors import LeaseRejected
-from boson_django.models import Job
+from boson_django.models import Job, Run
 from boson_django.services import AckRequest, AdmissionUnit, LeaseRef, Outcome
 from tests.factories import NOOP, envelope
 
 pytestmark = pytest.mark.postgres
 
 RUNNING_INDEXES = ("boson_job_active", "boson_job_lease")
+#: The run table's indexes that do not lead with the job: walking one to close runs by
+#: job compares every open run with every (job, fence) pair.
+NOT_BY_JOB = ("boson_run_finished", "boson_run_task")
 LEASE_MS = 60_000
 
 
@@ -43,6 +46,7 @@ def running(live_clock) -> Iterator[list[AdmissionUnit]]:
         services.enqueue([envelope(NOOP, queue="many") for _ in range(300)])
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE boson_job")  # the statistics see no running job
+            cursor.execute("ANALYZE boson_run")  # ... and no open run
         units = services.admit("w1", ["many"], 256, lease_ms=LEASE_MS)
         assert len(units) == 256
         yield units
@@ -129,3 +133,28 @@ def test_a_fenced_write_finds_its_job_by_key(running):
         services.checkpoint(LeaseRef(lease.job_id, lease.fence - 1), {"step": 2})
     assert Job.objects.get(id=lease.job_id).checkpoint == {"step": 1}
     assert_found_by_key(plan(sql))
+
+
+def assert_runs_found_by_job(text: str) -> None:
+    assert not any(index in text for index in NOT_BY_JOB), text
+    assert "boson_run_job_fence" in text or "boson_run_open" in text, text
+
+
+def test_a_general_ack_batch_closes_each_run_by_its_job(running):
+    requests = [AckRequest(u.lease, Outcome.SUCCESS, actual_weight=0.5) for u in running]
+
+    _, sql = ran(lambda: services.ack_many(requests), "UPDATE boson_run SET finished_at")
+
+    assert not Run.objects.filter(job__queue="many", finished_at__isnull=True).exists()
+    assert Run.objects.filter(job__queue="many", outcome="success").count() == 256
+    assert_runs_found_by_job(plan(sql))
+
+
+def test_a_reclaim_closes_each_run_by_its_job(running, live_clock):
+    live_clock.advance(LEASE_MS + 1)
+
+    _, sql = ran(lambda: services.reclaim_expired(), "UPDATE boson_run SET finished_at")
+
+    assert not Run.objects.filter(job__queue="many", finished_at__isnull=True).exists()
+    assert Run.objects.filter(job__queue="many", recorded=True).count() == 256
+    assert_runs_found_by_job(plan(sql))
