@@ -22,6 +22,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils.dateparse import parse_datetime
 
 from boson_django import conf
+from boson_django.states import JobState
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -161,6 +162,14 @@ def _roll_back_quietly(raw: Any) -> None:
             raw.execute("ROLLBACK")
     except Exception:  # noqa: BLE001 -- the original error is the one to report
         pass
+
+
+def in_state(state: str) -> str:
+    """A WHERE test for a job's state that matches no partial index, for statements that
+    find their jobs by key: with ``state = 'running'`` (or ``'available'``) beside the
+    keys, the planner -- its statistics of a queue table often stale, "none running" --
+    walked the partial index of that state and filtered every job in it for the keys."""
+    return f"state || '' = '{JobState(state).value}'"
 
 
 #: An open run, written so that no index matches it: with ``finished_at IS NULL`` beside

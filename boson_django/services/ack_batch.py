@@ -238,13 +238,10 @@ def _complete_all(done: list[tuple[int, _Row, acks.Checked]], now: datetime, usi
         params += [job.id, _db.dt_param(connection, now + timedelta(milliseconds=keep_ms))]
         ids.append(job.id)
     with connection.cursor() as cursor:
-        # ``state || ''``: with ``state = 'running'`` the planner, whose statistics often
-        # think no job is running, took the partial index of running jobs and filtered all
-        # of them instead of looking the batch up by key; this test matches no index.
         cursor.execute(
             "UPDATE boson_job SET state = 'completed', attempt = attempt + 1, lease_holder = NULL, "
             f"lease_expires_at = NULL, finalized_at = %s, expires_at = CASE id {' '.join(cases)} END "
-            f"WHERE id IN ({_db.placeholders(ids)}) AND state || '' = 'running'",
+            f"WHERE id IN ({_db.placeholders(ids)}) AND {_db.in_state('running')}",
             [stamp, *params, *ids],
         )
         assert cursor.rowcount == len(ids), "locked rows changed under the lock"

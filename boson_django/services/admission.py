@@ -217,7 +217,7 @@ def _claim(
         f"lease_expires_at = CASE id {' '.join(expiry_cases)} END, "
         f"charged_weight = CASE id {' '.join(charge_cases)} END, "
         "started_at = COALESCE(started_at, %s), attempted_at = %s "
-        f"WHERE state = 'available' AND id IN ({_db.placeholders(ids)}) RETURNING {JOB_COLUMNS}, {_EXTRA}"
+        f"WHERE id IN ({_db.placeholders(ids)}) AND {_db.in_state('available')} RETURNING {JOB_COLUMNS}, {_EXTRA}"
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, [worker_id, *params_e, *params_c, stamp, stamp, *ids])

@@ -73,12 +73,9 @@ def renew(leases: Sequence[Any], lease_ms: int, *, using: str | None = None) -> 
     now = clock.now(using)
     found, keyed = _db.by_key_and_fence("id", [(ref.job_id, ref.fence) for ref in refs])
     with connection.cursor() as cursor:
-        # ``state || ''``: with ``state = 'running'`` the planner, whose statistics often
-        # think no job is running, took a partial index of running jobs and compared each
-        # with every lease; this matches no index predicate.
         cursor.execute(
             f"UPDATE boson_job SET lease_expires_at = %s WHERE {found} "
-            "AND state || '' = 'running' AND lease_expires_at > %s RETURNING id, fence",
+            f"AND {_db.in_state('running')} AND lease_expires_at > %s RETURNING id, fence",
             [_db.dt_param(connection, now + timedelta(milliseconds=lease_ms)), *keyed, _db.dt_param(connection, now)],
         )
         kept = {(row[0], row[1]) for row in cursor.fetchall()}

@@ -90,12 +90,10 @@ def _move_reclaimed(group: list[dict[str, Any]], target: JobState, now: datetime
         return
     ids = [r["id"] for r in group]
     with connection.cursor() as cursor:
-        # By key: ``state = 'running'`` let the planner filter every running job through
-        # their partial index when its statistics thought few were running.
         cursor.execute(
             "UPDATE boson_job SET state = %s, crash_attempt = crash_attempt + 1, lease_holder = NULL, "
             "lease_expires_at = NULL, run_at = %s, last_error = %s "
-            f"WHERE id IN ({_db.placeholders(ids)}) AND state || '' = 'running'",
+            f"WHERE id IN ({_db.placeholders(ids)}) AND {_db.in_state('running')}",
             [target.value, _db.dt_param(connection, now), "boson_django.errors.LeaseLost: lease expired (worker crash or stall)", *ids],
         )
 

@@ -26,7 +26,7 @@ from boson_django import services
 from boson_django.errors import LeaseRejected
 from boson_django.models import Job, Run
 from boson_django.services import AckRequest, AdmissionUnit, LeaseRef, Outcome
-from tests.factories import NOOP, envelope
+from tests.factories import ADD, NOOP, envelope
 
 pytestmark = pytest.mark.postgres
 
@@ -158,3 +158,27 @@ def test_a_reclaim_closes_each_run_by_its_job(running, live_clock):
     assert not Run.objects.filter(job__queue="many", finished_at__isnull=True).exists()
     assert Run.objects.filter(job__queue="many", recorded=True).count() == 256
     assert_runs_found_by_job(plan(sql))
+
+
+AVAILABLE_INDEXES = ("boson_job_claim", "boson_job_wait")
+
+
+def test_the_general_admission_claims_its_picks_by_key(live_clock):
+    with connection.cursor() as cursor:
+        cursor.execute("ALTER TABLE boson_job SET (autovacuum_enabled = false)")
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE boson_job")  # the statistics see no available job
+        services.set_task_config(ADD, max_active=1_000)  # a cap: the general path admits
+        services.enqueue([envelope(ADD, queue="capped", args=[i, 1]) for i in range(300)])
+
+        units, sql = ran(lambda: services.admit("w1", ["capped"], 100), "UPDATE boson_job SET state = 'running'")
+
+        assert len(units) == 100
+        assert Job.objects.filter(queue="capped", state="running").count() == 100
+        text = plan(sql)
+        assert not any(index in text for index in AVAILABLE_INDEXES), text
+        assert "Index Scan using boson_job_pkey on boson_job" in text, text
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("ALTER TABLE boson_job RESET (autovacuum_enabled)")
