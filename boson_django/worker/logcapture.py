@@ -4,7 +4,8 @@ One handler sits on the root logger for the life of the worker. It routes each r
 to the buffer of the attempt that emitted it, found through a context variable: each
 sync handler runs with the variable set in its pool thread, each async handler in its
 own asyncio task context, so concurrent jobs never see each other's lines. Records
-emitted outside an attempt (the worker's own logging) are ignored.
+emitted outside an attempt (the worker's own logging) are ignored, and so are the Tasks
+framework's lifecycle lines (``django.tasks``, ``django_tasks``).
 
 It captures what the logging configuration lets through to the root logger, at or
 above ``BOSON["LOG_CAPTURE_LEVEL"]``. Buffers are bounded: the newest lines are kept
@@ -45,10 +46,22 @@ class Buffer:
 _current: ContextVar[Buffer | None] = ContextVar("boson_log_buffer", default=None)
 
 
+#: The Tasks framework's own loggers: its ``Task id=... state=RUNNING`` line comes from the
+#: ``task_started`` signal the worker sends inside the attempt. It describes the attempt
+#: rather than being its output, and Django 6's ``django.tasks`` logs it at INFO through the
+#: ``django`` logger, so without this every attempt would carry a line (and every plain
+#: success would take the slower ack path, which stores log lines).
+_FRAMEWORK = ("django.tasks", "django_tasks")
+
+
+def _from_framework(name: str) -> bool:
+    return any(name == prefix or name.startswith(prefix + ".") for prefix in _FRAMEWORK)
+
+
 class _RouteToAttempt(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         buffer = _current.get()
-        if buffer is None:
+        if buffer is None or _from_framework(record.name):
             return
         try:
             buffer.add(self.format(record))

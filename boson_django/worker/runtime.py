@@ -214,8 +214,10 @@ class Worker:
             del self.running[attempt.job_id]
 
     def _admit(self, executor: Executor) -> tuple[int, int]:
-        # A slot is a handler: an attempt whose ack is in flight no longer takes one.
-        free = self.concurrency - sum(1 for a in self.running.values() if not a.acking)
+        # An attempt keeps its slot until its ack lands: a job admitted into the slot of one
+        # whose ack is in flight could kill the process (a poison job) before that ack
+        # commits, and the finished job would be reclaimed as a crash.
+        free = self.concurrency - len(self.running)
         if self.options.max_jobs is not None:
             free = min(free, self.options.max_jobs - self.admitted)
         if free <= 0:

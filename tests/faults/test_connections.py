@@ -84,7 +84,7 @@ def test_connection_killed_under_the_ack_flush_hands_the_acks_back_and_they_land
     lock = RowLock(job_id)
     try:
         (tmp_path / "go").write_text("go")
-        pid = wait_until(lambda: _waiting_backend("%locked AS MATERIALIZED%FOR UPDATE%"), what="the flush to wait for the row")
+        pid = wait_until(lambda: _waiting_backend("%boson_job%FOR UPDATE%"), what="the flush to wait for the row")
         _terminate(pid)
     finally:
         lock.release()
