@@ -193,18 +193,10 @@ def _lock(ids: set[str], using: str) -> dict[str, _Row]:
 
 
 def _refusal(ref: LeaseRef, job: _Row | None, now: datetime, seen: set[str]) -> str | None:
-    """Why this lease may not write (the same rule as ``leases.hold``), or None."""
+    """Why this lease may not write (``leases.refusal``, and no lease acks twice), or None."""
     if ref.job_id in seen:
         return f"job {ref.job_id}: acked twice in one batch; the first ack ended the lease"
-    if job is None:
-        return f"job {ref.job_id} no longer exists"
-    if job.fence != ref.fence:
-        return f"job {ref.job_id}: fence {ref.fence} is stale (current fence {job.fence})"
-    if job.state != JobState.RUNNING.value:
-        return f"job {ref.job_id} is {job.state}, not running"
-    if job.lease_expires_at is None or job.lease_expires_at <= now:
-        return f"job {ref.job_id}: lease expired at {job.lease_expires_at} (store time {now})"
-    return None
+    return leases.refusal(ref, job, now)
 
 
 def _is_plain_success(job: _Row, ok: acks.Checked) -> bool:

@@ -40,13 +40,15 @@ def hold(lease: Any, now: datetime, using: str) -> Job:
     # the planner, whose statistics often think few jobs are running, filtered every
     # running job through their partial index to find this one.
     job = Job.objects.using(using).select_for_update().filter(id=ref.job_id).defer(*PAYLOAD_FIELDS).first()
-    why = _why(ref, job, now)
+    why = refusal(ref, job, now)
     if why is not None:
         raise LeaseRejected(why)
     return job  # type: ignore[return-value]
 
 
-def _why(ref: LeaseRef, job: Job | None, now: datetime) -> str | None:
+def refusal(ref: LeaseRef, job: Any | None, now: datetime) -> str | None:
+    """Why this lease may not write to ``job`` (its locked row: a Job or any row with
+    ``fence``, ``state`` and ``lease_expires_at``), or None: the one rule of every fenced write."""
     if job is None:
         return f"job {ref.job_id} no longer exists"
     if job.fence != ref.fence:
