@@ -92,6 +92,15 @@ def fetch_dicts(cursor: Any) -> list[dict[str, Any]]:
 _ONLY_WHEN_ASKED = 2**31 - 1
 
 
+def close_quietly(using: str) -> None:
+    """Close this thread's connection of ``using`` after a database error; closing a
+    broken connection may raise too, and that says nothing new."""
+    try:
+        connections[using].close()
+    except Exception:  # noqa: BLE001 -- it is already broken
+        pass
+
+
 def one_statement(
     connection: BaseDatabaseWrapper, sql: str, params: Sequence[Any], *, planner: Sequence[str] = ()
 ) -> list[dict[str, Any]]:

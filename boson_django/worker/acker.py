@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 
 from django.db import DatabaseError, InterfaceError, connections
 
+from boson_django.services import _db
 from boson_django.worker.attempt import Attempt
 from boson_django.worker.completer import complete
 from boson_django.worker.outcomes import Finish
@@ -103,15 +104,8 @@ class Acker:
         try:
             complete(batch, self.using)
         except (DatabaseError, InterfaceError) as exc:
-            _drop(self.using)
+            _db.close_quietly(self.using)
             return exc
         except Exception as exc:  # noqa: BLE001 -- re-raised in the loop
             return exc
         return None
-
-
-def _drop(using: str) -> None:
-    try:
-        connections[using].close()
-    except Exception:  # noqa: BLE001 -- it is already broken
-        pass

@@ -220,9 +220,8 @@ class Executor:
         found = resolve(attempt)
         future: Future[Finish] | JobFuture
         if isinstance(found, Finish):
-            future = attempt.future = JobFuture()
+            future = attempt.future = JobFuture(on_done)
             future.settle(found)
-            on_done(future)
         elif is_async(found):
             future = attempt.future = self._loop_thread().submit(
                 tracing.around_attempt_async(attempt, run_async(attempt, found))

@@ -150,16 +150,11 @@ class Worker:
         except (DatabaseError, InterfaceError):
             wait = self.backoff.take()
             log.warning("boson: database error; reconnecting in %.1fs", wait, exc_info=True)
-            self._drop_connection()
+            _db.close_quietly(self.using)
             self.waker.wait(wait)
             # Past the grace with the store unreachable: exit; the leases lapse and are reclaimed.
             return self.shutdown.stopping and self.shutdown.grace_over()
 
-    def _drop_connection(self) -> None:
-        try:
-            connections[self.using].close()
-        except Exception:  # noqa: BLE001 -- it is already broken
-            pass
 
     # -- one tick ----------------------------------------------------------------------
 
