@@ -18,35 +18,11 @@ from boson_django import services
 from boson_django.models import Job
 from tests.faults.checker import assert_sound, effects_of, starts_of
 from tests.faults.support import enqueue_many, wait_file, wait_until
+from tests.worker.conftest import RowLock, waiting_backend
 from tests.testapp import fault_tasks  # noqa: F401 -- registers the tasks in this process
 
 pytestmark = pytest.mark.postgres
 EFFECT = "tests.testapp.fault_tasks.effect"
-
-
-class RowLock:
-    """Holds ``FOR UPDATE`` on one job row from a connection of its own."""
-
-    def __init__(self, job_id: str):
-        import psycopg
-
-        s = connection.settings_dict
-        self.conn = psycopg.connect(dbname=s["NAME"], user=s["USER"], host=s["HOST"], port=s["PORT"], password=s["PASSWORD"])
-        self.conn.execute("SELECT id FROM boson_job WHERE id = %s FOR UPDATE", [job_id])
-
-    def release(self) -> None:
-        self.conn.rollback()
-        self.conn.close()
-
-
-def _waiting_backend(pattern: str) -> int | None:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() "
-            "AND wait_event_type = 'Lock' AND query LIKE %s", [pattern],
-        )
-        row = cursor.fetchone()
-    return row[0] if row else None
 
 
 def _terminate(pid: int) -> None:
@@ -54,17 +30,22 @@ def _terminate(pid: int) -> None:
         cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
 
 
+def _kill_the_ack_waiting_for_its_row(job_id: str, tmp_path, what: str) -> None:
+    """Hold the job's row, let its handler return, and kill the connection of the ack that
+    waits for the row; then let the row go."""
+    lock = RowLock(job_id)
+    try:
+        (tmp_path / "go").write_text("go")
+        _terminate(wait_until(lambda: waiting_backend("%boson_job%FOR UPDATE%"), what=what))
+    finally:
+        lock.release()
+
+
 def test_connection_killed_mid_ack_the_ack_is_retried_and_the_effect_lands_once(live_clock, tmp_path, workers):
     (job_id,) = enqueue_many(EFFECT, 1, args=[str(tmp_path), "go", "", 3])
     worker = workers("w-mid-ack")
     wait_file(tmp_path, f"started-{job_id}-1")
-    lock = RowLock(job_id)
-    try:
-        (tmp_path / "go").write_text("go")
-        pid = wait_until(lambda: _waiting_backend("%boson_job%FOR UPDATE%"), what="the ack to wait for the row")
-        _terminate(pid)
-    finally:
-        lock.release()
+    _kill_the_ack_waiting_for_its_row(job_id, tmp_path, "the ack to wait for the row")
     wait_until(lambda: services.job_state(job_id)[1] == "completed", what="the retried ack")
     assert worker.says("database error; reconnecting"), worker.text()
     worker.signal(signal.SIGTERM)
@@ -81,13 +62,7 @@ def test_connection_killed_under_the_ack_flush_hands_the_acks_back_and_they_land
     (job_id,) = enqueue_many("tests.testapp.fault_tasks.gated", 1, args=[str(tmp_path), "go", 7])
     worker = workers("w-flush")
     wait_file(tmp_path, f"started-{job_id}-1")
-    lock = RowLock(job_id)
-    try:
-        (tmp_path / "go").write_text("go")
-        pid = wait_until(lambda: _waiting_backend("%boson_job%FOR UPDATE%"), what="the flush to wait for the row")
-        _terminate(pid)
-    finally:
-        lock.release()
+    _kill_the_ack_waiting_for_its_row(job_id, tmp_path, "the flush to wait for the row")
     wait_until(lambda: services.job_state(job_id)[1] == "completed", what="the flushed-again ack")
     assert worker.says("flushing 1 acks failed; they are retried"), worker.text()
     worker.signal(signal.SIGTERM)
@@ -104,7 +79,7 @@ def test_connection_killed_mid_renew_frees_nothing_and_the_lease_holds(live_cloc
     wait_file(tmp_path, f"started-{job_id}-1")
     lock = RowLock(job_id)
     try:
-        pid = wait_until(lambda: _waiting_backend("UPDATE boson_job SET lease_expires_at%"), what="a renew to wait")
+        pid = wait_until(lambda: waiting_backend("UPDATE boson_job SET lease_expires_at%"), what="a renew to wait")
         _terminate(pid)
     finally:
         lock.release()

@@ -87,3 +87,32 @@ class ThreadWorker:
 @pytest.fixture
 def folder(tmp_path: pathlib.Path) -> pathlib.Path:
     return tmp_path
+
+
+class RowLock:
+    """Holds ``FOR UPDATE`` on one job row from a PostgreSQL connection of its own."""
+
+    def __init__(self, job_id: str):
+        import psycopg
+        from django.db import connection
+
+        s = connection.settings_dict
+        self.conn = psycopg.connect(dbname=s["NAME"], user=s["USER"], host=s["HOST"], port=s["PORT"], password=s["PASSWORD"])
+        self.conn.execute("SELECT id FROM boson_job WHERE id = %s FOR UPDATE", [job_id])
+
+    def release(self) -> None:
+        self.conn.rollback()
+        self.conn.close()
+
+
+def waiting_backend(pattern: str) -> int | None:
+    """The pid of a backend of this database waiting for a lock in a query LIKE ``pattern``."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() "
+            "AND wait_event_type = 'Lock' AND query LIKE %s", [pattern],
+        )
+        row = cursor.fetchone()
+    return row[0] if row else None

@@ -14,7 +14,7 @@ from boson_django.worker import embedded
 from boson_django.worker.runtime import WorkerOptions
 from boson_django.worker.sweeper import Sweeper
 from tests.testapp.tasks import add, gated
-from tests.worker.conftest import ThreadWorker, job, started_file, state, wait_until
+from tests.worker.conftest import RowLock, ThreadWorker, job, started_file, state, waiting_backend, wait_until
 
 SLOW_POLL = {"TASK_MODULES": ["tests.testapp.more_tasks"], "POLL_INTERVAL_MS": 600_000, "SWEEP_INTERVAL_MS": 600_000}
 
@@ -95,26 +95,18 @@ def test_embedded_autostart_only_in_web_processes(monkeypatch, argv, setting, ex
 def test_a_slot_is_freed_by_the_ack_landing_not_by_the_handler_returning(live_clock, tmp_path):
     """A job admitted while the previous ack is still in flight could kill the process (a
     poison job) before that ack commits: the finished job would be re-run as a crash."""
-    import psycopg
-
     first = gated.enqueue(str(tmp_path), 1)
     second = add.enqueue(2, 2)  # waits: one slot
     with ThreadWorker(concurrency=1):
         started_file(tmp_path, first.id)
-        s = connection.settings_dict
-        holder = psycopg.connect(dbname=s["NAME"], user=s["USER"], host=s["HOST"], port=s["PORT"], password=s["PASSWORD"])
+        holder = RowLock(first.id)  # the ack will wait
         try:
-            holder.execute("SELECT id FROM boson_job WHERE id = %s FOR UPDATE", [first.id])  # the ack will wait
             (tmp_path / "go").write_text("go")
             wait_until(lambda: (tmp_path / f"finished-{first.id}").exists(), what="the first handler to return")
-            with connection.cursor() as cursor:
-                waiting = "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE %s"
-                wait_until(lambda: cursor.execute(waiting, ["%boson_job%FOR UPDATE%"]) or cursor.fetchone(),
-                           what="the ack flush to wait for the row")
+            wait_until(lambda: waiting_backend("%boson_job%FOR UPDATE%"), what="the ack flush to wait for the row")
             released_at = live_clock.advance(1_000)  # store time moves on while the ack waits
         finally:
-            holder.rollback()
-            holder.close()
+            holder.release()
         wait_until(lambda: state(second.id) == "completed", what="the second job")
     # The second job was admitted only once the first one's ack could commit.
     assert job(second.id).attempted_at >= released_at
