@@ -139,12 +139,51 @@ def one_statement(
         raw.prepare_threshold = _ONLY_WHEN_ASKED  # for this statement only; Django's queries stay unprepared
     try:
         with connection.wrap_database_errors:
+            if planner and raw.autocommit and not connection.in_atomic_block and _session_settings(connection, planner):
+                planner = ()  # they hold for the whole session of this dedicated connection
             if connection.in_atomic_block or (raw.autocommit and not planner):
                 cursor.execute(sql, params, prepare=True)  # autocommit: its own transaction already
                 return fetch_dicts(cursor)
             return _with_settings(raw, cursor, sql, params, planner)
     finally:
         raw.prepare_threshold = threshold
+
+
+def dedicate(connection: BaseDatabaseWrapper) -> None:
+    """Mark ``connection`` (the calling thread's wrapper of an alias) as running only this
+    app's statements, as the worker loop's does: :func:`one_statement` may then give it
+    its planner settings for the whole session, once per connection, and run each
+    statement alone -- one round trip instead of three (``BEGIN`` + ``SET LOCAL``, the
+    statement, ``COMMIT``). Not with ``PREPARED_STATEMENTS`` off: that setting says a
+    pooler in transaction mode may hand the session to another client."""
+    connection.boson_dedicated = True  # type: ignore[attr-defined]
+
+
+def undedicate(connection: BaseDatabaseWrapper) -> None:
+    """Give ``connection`` back: the session settings :func:`one_statement` gave it are
+    reset (the thread that ran the worker may run other code on it next)."""
+    connection.boson_dedicated = False  # type: ignore[attr-defined]
+    applied = getattr(connection, "boson_session_settings", None)
+    connection.boson_session_settings = None  # type: ignore[attr-defined]
+    if applied is not None and applied[0] is connection.connection and not applied[0].closed:
+        applied[0].execute("; ".join(f"RESET {setting.split('=')[0].strip()}" for setting in applied[1]) or "SELECT 1")
+
+
+def _session_settings(connection: BaseDatabaseWrapper, planner: Sequence[str]) -> bool:
+    """Whether ``planner`` holds for the session of this dedicated connection (set now if
+    its current database connection does not have them yet)."""
+    if not getattr(connection, "boson_dedicated", False) or not conf.get().PREPARED_STATEMENTS:
+        return False
+    raw = connection.connection
+    applied = getattr(connection, "boson_session_settings", None)
+    if applied is None or applied[0] is not raw:
+        applied = (raw, set())
+        connection.boson_session_settings = applied  # type: ignore[attr-defined]
+    missing = [setting for setting in planner if setting not in applied[1]]
+    if missing:
+        raw.execute("; ".join(f"SET {setting}" for setting in missing))
+        applied[1].update(missing)
+    return True
 
 
 def _with_settings(raw: Any, cursor: Any, sql: str, params: Sequence[Any], planner: Sequence[str]) -> list[dict[str, Any]]:

@@ -114,6 +114,7 @@ class Worker:
         if self.options.handle_signals:
             self.shutdown.install()
         logcapture.install(conf.get().LOG_CAPTURE_LEVEL)
+        _db.dedicate(connections[self.using])  # the loop's connection runs only the worker's statements
         if self._use_notify():
             self.listener = Listener(self.waker, self.using, self.options.queues)
             self.listener.start()
@@ -127,7 +128,7 @@ class Worker:
 
     def _finish(self, executor: Executor) -> None:
         for step in (self._stop_acker, self.sweeper.release, executor.shutdown, logcapture.uninstall,
-                     self.shutdown.uninstall):
+                     self.shutdown.uninstall, self._give_back_connection):
             try:
                 step()
             except Exception:  # noqa: BLE001 -- best effort on the way out
@@ -135,6 +136,9 @@ class Worker:
         if self.listener is not None:
             self.listener.stop()
         log.info("boson: worker %s stopped after %d jobs", self.worker_id, self.admitted)
+
+    def _give_back_connection(self) -> None:
+        _db.undedicate(connections[self.using])
 
     def _stop_acker(self) -> None:
         """The flush in flight is one statement: it gets the grace left, at least a second

@@ -1,6 +1,8 @@
 """``_db.one_statement`` with planner settings: ``BEGIN`` and ``SET LOCAL`` in one message,
 the prepared statement, ``COMMIT`` -- the settings hold for the statement only, and a
-failed statement leaves the connection out of any transaction, settings undone."""
+failed statement leaves the connection out of any transaction, settings undone. On a
+connection the worker dedicated to its own statements the settings hold for the session
+and the statement runs alone."""
 
 from __future__ import annotations
 
@@ -48,4 +50,54 @@ def test_inside_the_caller_s_transaction_it_joins_it_without_the_settings(transa
     with transaction.atomic():
         rows = _db.one_statement(connection, SETTING, [], planner=("enable_bitmapscan = off",))
         assert rows[0]["v"] == "on"
+    _idle_with_defaults()
+
+
+ALONE = "SELECT current_setting('enable_bitmapscan') AS v"
+PLANNER = ("enable_bitmapscan = off",)
+
+
+@pytest.fixture
+def dedicated(transactional_db):
+    connection.ensure_connection()
+    _db.dedicate(connection)
+    yield connection
+    _db.undedicate(connection)
+
+
+def _session_setting() -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW enable_bitmapscan")
+        return cursor.fetchone()[0]
+
+
+def test_a_dedicated_connection_keeps_the_settings_for_its_session(dedicated):
+    assert _db.one_statement(dedicated, ALONE, [], planner=PLANNER) == [{"v": "off"}]
+    assert _session_setting() == "off"  # set for the session: the statement ran alone, no SET LOCAL
+    assert _db.one_statement(dedicated, ALONE, [], planner=PLANNER) == [{"v": "off"}]
+    assert connection.connection.info.transaction_status == 0
+
+
+def test_a_new_database_connection_gets_the_settings_again(dedicated):
+    _db.one_statement(dedicated, ALONE, [], planner=PLANNER)
+    dedicated.close()  # what the worker does after a database error
+    dedicated.ensure_connection()
+    assert _session_setting() == "on"
+    assert _db.one_statement(dedicated, ALONE, [], planner=PLANNER) == [{"v": "off"}]
+    assert _session_setting() == "off"
+
+
+def test_giving_the_connection_back_resets_the_settings(dedicated):
+    _db.one_statement(dedicated, ALONE, [], planner=PLANNER)
+    _db.undedicate(dedicated)
+    _idle_with_defaults()
+    assert _db.one_statement(dedicated, ALONE, [], planner=PLANNER) == [{"v": "off"}]
+    _idle_with_defaults()  # back to BEGIN + SET LOCAL
+
+
+def test_without_prepared_statements_a_pooler_may_share_the_session_so_nothing_is_set_on_it(dedicated, settings):
+    from django.test import override_settings
+
+    with override_settings(BOSON={**settings.BOSON, "PREPARED_STATEMENTS": False}):
+        assert _db.one_statement(dedicated, ALONE, [], planner=PLANNER) == [{"v": "off"}]
     _idle_with_defaults()
