@@ -14,12 +14,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from boson_django import services
-from boson_django.compat import task_backends, task_finished
+from boson_django import services, taskresults
+from boson_django.compat import task_finished
 from boson_django.errors import InvalidEnvelope, LeaseRejected
 from boson_django.services import AckReply, AckRequest
 from boson_django.states import JobState, Outcome
-from boson_django.taskresults import completed_result
 from boson_django.worker.attempt import Attempt
 from boson_django.worker.delivery import finished_signal
 from boson_django.worker.outcomes import Finish, error_text
@@ -88,7 +87,7 @@ def _signal(attempt: Attempt, finish: Finish, reply: AckReply) -> None:
         finished_signal(attempt, finish)
         return
     try:
-        result = completed_result(started, reply.at, finish.result)
-        task_finished.send(type(task_backends[started.backend]), task_result=result)
+        result = taskresults.completed_result(started, reply.at, finish.result)
+        taskresults.send(task_finished, result)
     except Exception:  # noqa: BLE001 -- a receiver's bug must not stop the worker
         log.exception("boson: a task_finished receiver failed for job %s", attempt.job_id)

@@ -14,18 +14,16 @@ a lost connection propagates like any database error (the retry runs them again)
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 from typing import Any
 
 from django.db import InterfaceError, OperationalError
 from django.utils import timezone
 
-from boson_django import services
-from boson_django.compat import TaskResultStatus, task_backends, task_finished
+from boson_django import services, taskresults
+from boson_django.compat import task_finished
 from boson_django.errors import InvalidEnvelope, LeaseRejected
 from boson_django.services import _db
 from boson_django.states import Outcome
-from boson_django.taskresults import build_result
 from boson_django.worker.attempt import Attempt
 from boson_django.worker.outcomes import Finish, error_text
 
@@ -96,14 +94,12 @@ def finished_signal(attempt: Attempt, finish: Finish) -> None:
     if started is None:
         return  # undecodable: there is no Task to report on
     try:
-        result = build_result(attempt.job_id, started.backend, using=attempt.using) or _deleted(started, finish)
-        task_finished.send(type(task_backends[started.backend]), task_result=result)
+        result = taskresults.build_result(attempt.job_id, started.backend, using=attempt.using) or _deleted(started, finish)
+        taskresults.send(task_finished, result)
     except Exception:  # noqa: BLE001 -- a receiver's bug must not stop the worker
         log.exception("boson: a task_finished receiver failed for job %s", attempt.job_id)
 
 
 def _deleted(started: Any, finish: Finish) -> Any:
     """The result of a job deleted at its ack (retention 0): built from the started one."""
-    result = replace(started, status=TaskResultStatus.SUCCESSFUL, finished_at=timezone.now())
-    object.__setattr__(result, "_return_value", finish.result)
-    return result
+    return taskresults.completed_result(started, timezone.now(), finish.result)
