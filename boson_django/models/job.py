@@ -105,7 +105,6 @@ class Job(models.Model):
             models.Index(
                 fields=["lease_expires_at"], condition=Q(state="running"), name="boson_job_lease"
             ),
-            models.Index(fields=["task"], condition=Q(state="running"), name="boson_job_active"),
             models.Index(
                 fields=["expires_at"], condition=Q(state__in=_in(TERMINAL)), name="boson_job_evict"
             ),

@@ -684,5 +684,5 @@ def test_an_ack_batch_looks_each_job_up_by_its_key_not_through_the_running_jobs(
 
     assert all(reply.state == "completed" for reply in replies)
     # A scan of the partial index of running jobs per ack compares every pair (quadratic).
-    assert "boson_job_active" not in plan and "boson_job_lease" not in plan, plan
+    assert "boson_job_task_state" not in plan and "boson_job_lease" not in plan, plan
     assert "Index Scan using boson_job_pkey on boson_job j " in plan, plan
