@@ -59,8 +59,10 @@ DOCS: dict[str, str] = {
     "NOTIFY_CHANNEL": "PostgreSQL channel used for wake-ups.",
     "PREPARED_STATEMENTS": (
         "PostgreSQL with psycopg 3: prepare the hot statements (claim, ack, one-job enqueue) once per connection instead of "
-        "planning them on every call. False behind a pooler that loses prepared statements (PgBouncer in "
-        "transaction mode before 1.21, or with max_prepared_statements = 0)."
+        "planning them on every call, and let the worker keep the claim's planner setting for its connection's session "
+        "(one round trip per claim instead of three). False behind a pooler in transaction mode (e.g. PgBouncer): it "
+        "hands a session to other clients between transactions, so session settings would leak to them and prepared "
+        "statements may be lost."
     ),
     "RECONNECT_MAX_MS": "Longest wait between reconnect attempts after a database error.",
     "LOG_CAPTURE_LEVEL": "Lowest logging level captured into a job's attempt record.",

@@ -169,7 +169,7 @@ def dedicate(connection: BaseDatabaseWrapper) -> None:
     its planner settings for the whole session, once per connection, and run each
     statement alone -- one round trip instead of three (``BEGIN`` + ``SET LOCAL``, the
     statement, ``COMMIT``). Not with ``PREPARED_STATEMENTS`` off: that setting says a
-    pooler in transaction mode may hand the session to another client."""
+    pooler in transaction mode may hand the session to other clients."""
     connection.boson_dedicated = True  # type: ignore[attr-defined]
 
 
