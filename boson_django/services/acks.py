@@ -39,10 +39,16 @@ class Checked:
     error: str | None
 
 
+_PLAIN_SUCCESS = Checked(Outcome.SUCCESS, None, None, (), None, None)
+
+
 def check(
     outcome: Any, error: Any, delay_ms: Any, logs: Any, actual_weight: Any, result: Any
 ) -> Checked:
     """Validate an ack's arguments; ``InvalidEnvelope`` names the bad one."""
+    if (outcome is Outcome.SUCCESS and error is None and delay_ms is None and actual_weight is None
+            and result is None and not logs and isinstance(logs, (list, tuple))):
+        return _PLAIN_SUCCESS  # a worker's most common ack: nothing in it to check
     parsed = _as_outcome(outcome)
     delay = validation.delay(delay_ms, required_positive=parsed is Outcome.SNOOZE)
     weight = None if actual_weight is None else validation.amount(actual_weight, "actual_weight")
