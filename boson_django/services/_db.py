@@ -142,11 +142,12 @@ def one_statement(
             plain.execute(sql, params)
             return fetch_dicts(plain)
     import psycopg
+    from psycopg.rows import dict_row
     from psycopg.types.datetime import TimestamptzLoader
 
     connection.ensure_connection()
     raw = connection.connection
-    cursor = psycopg.Cursor(raw)
+    cursor = psycopg.Cursor(raw, row_factory=dict_row)  # names read once per result, no Column objects
     cursor.adapters.register_loader("timestamptz", TimestamptzLoader)  # the C version when installed
     threshold = raw.prepare_threshold
     if threshold is None and conf.get().PREPARED_STATEMENTS:
@@ -157,7 +158,7 @@ def one_statement(
                 planner = ()  # they hold for the whole session of this dedicated connection
             if connection.in_atomic_block or (raw.autocommit and not planner):
                 cursor.execute(sql, params, prepare=True)  # autocommit: its own transaction already
-                return fetch_dicts(cursor)
+                return cursor.fetchall()
             return _with_settings(raw, cursor, sql, params, planner)
     finally:
         raw.prepare_threshold = threshold
@@ -208,7 +209,7 @@ def _with_settings(raw: Any, cursor: Any, sql: str, params: Sequence[Any], plann
     raw.execute(f"BEGIN{settings}")
     try:
         cursor.execute(sql, params, prepare=True)
-        rows = fetch_dicts(cursor)
+        rows = cursor.fetchall()
         raw.execute("COMMIT")
     except BaseException:
         _roll_back_quietly(raw)
