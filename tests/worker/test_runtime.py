@@ -14,7 +14,7 @@ from boson_django.worker import embedded
 from boson_django.worker.runtime import WorkerOptions
 from boson_django.worker.sweeper import Sweeper
 from tests.testapp.tasks import add, gated
-from tests.worker.conftest import RowLock, ThreadWorker, job, started_file, state, waiting_backend, wait_until
+from tests.worker.conftest import RowLock, ThreadWorker, burst, job, started_file, state, waiting_backend, wait_until
 
 SLOW_POLL = {"TASK_MODULES": ["tests.testapp.more_tasks"], "POLL_INTERVAL_MS": 600_000, "SWEEP_INTERVAL_MS": 600_000}
 
@@ -110,3 +110,22 @@ def test_a_slot_is_freed_by_the_ack_landing_not_by_the_handler_returning(live_cl
         wait_until(lambda: state(second.id) == "completed", what="the second job")
     # The second job was admitted only once the first one's ack could commit.
     assert job(second.id).attempted_at >= released_at
+
+
+@pytest.mark.postgres
+def test_the_loop_claims_with_its_session_setting_and_gives_the_connection_back(live_clock, monkeypatch):
+    from boson_django.services import _db
+
+    seen: list[bool] = []
+    real = _db._session_settings
+    monkeypatch.setattr(_db, "_session_settings", lambda conn, planner: seen.append(real(conn, planner)) or seen[-1])
+    results = [add.enqueue(1, n) for n in range(3)]
+
+    burst()  # the worker's loop runs on this thread, with this thread's connection
+
+    assert [state(r.id) for r in results] == ["completed"] * 3
+    assert seen and all(seen), seen  # every claim ran alone, the setting held for the session
+    assert not getattr(connection, "boson_dedicated", False)
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW enable_bitmapscan")
+        assert cursor.fetchone()[0] == "on"  # reset on the way out
