@@ -28,6 +28,8 @@ class Finish:
     logs: tuple[str, ...] = ()
 
     def with_logs(self, logs: list[str]) -> Finish:
+        if not logs and not self.logs:
+            return self  # most attempts log nothing: no second Finish per job
         return Finish(self.outcome, self.error, self.delay_ms, self.result, tuple(logs))
 
 
