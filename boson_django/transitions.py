@@ -29,7 +29,7 @@ _observers: list[Observer] = []
 
 @dataclass(frozen=True, slots=True)
 class Transition:
-    event: str  # enqueued, admitted, acked, promoted, reclaimed, cancelled, retried, unquarantined, evicted
+    event: str  # enqueued, admitted, acked, released, promoted, reclaimed, cancelled, retried, unquarantined, evicted
     job_id: str
     queue: str
     task: str
@@ -97,6 +97,13 @@ def acked(jobs: Iterable[tuple[Any, Any, Any]], now: datetime, using: str) -> No
                          outcome=str(getattr(outcome, "value", outcome)), state=getattr(state, "value", state),
                          duration_s=_seconds(now, getattr(job, "attempted_at", None)))
               for job, outcome, state in jobs], using)
+
+
+def released(job: Any, using: str) -> None:
+    """A running job its worker handed back on shutdown (running -> available)."""
+    if active():
+        emit([Transition("released", job.id, job.queue, job.task, job.fence, outcome="released",
+                         state="available")], using)
 
 
 def swept(event: str, rows: Iterable[dict[str, Any]], using: str, *, state: str | None, outcome: str | None = None) -> None:

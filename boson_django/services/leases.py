@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from boson_django import clock, validation
+from boson_django import clock, transitions, validation
 from boson_django.errors import LeaseRejected
 from boson_django.models import Job, JobData
 from boson_django.services import _db, buckets, history
@@ -101,6 +101,7 @@ def release(lease: Any, *, using: str | None = None) -> None:
         charged_weight=0.0, run_at=now,
     )
     history.close_run(job.id, job.fence, outcome="released", now=now, using=using)
+    transitions.released(job, using)
 
 
 @_db.store_transaction

@@ -36,6 +36,13 @@ def test_each_transition_is_one_record_with_job_queue_task_fence_outcome(transit
     assert transition_log.records[-1].getMessage().startswith(f"acked job {created.id} ({NOOP}, queue logged, fence 1)")
 
 
+def test_a_graceful_release_is_a_transition_too(transition_log, live_clock):
+    (created,) = services.enqueue([envelope(NOOP, queue="logged")])
+    (unit,) = services.admit("w", ["logged"], 1)
+    services.release(unit.lease)
+    assert _fields(transition_log)[-1] == ("released", created.id, "logged", NOOP, 1, "released", "available")
+
+
 def test_a_rolled_back_enqueue_logs_nothing(transition_log, live_clock):
     with pytest.raises(RuntimeError), transaction.atomic():
         services.enqueue([envelope(NOOP, queue="logged")])
