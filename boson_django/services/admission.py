@@ -14,7 +14,7 @@ from typing import Any
 from boson_django import clock, transitions, validation
 from boson_django.services import _db, claim_pg, history
 from boson_django.services.buckets import Buckets
-from boson_django.services.jobrows import JOB_COLUMNS, envelope_from_row
+from boson_django.services.jobrows import JOB_COLUMNS, UNREADABLE, decoded, envelope_from_row
 from boson_django.services.types import AdmissionUnit, LeaseRef
 
 MAX_ROUNDS = 3
@@ -233,7 +233,7 @@ def _unit(row: dict[str, Any]) -> AdmissionUnit:
         envelope=envelope_from_row(row),
         attempt=row["attempt"],
         crash_attempt=row["crash_attempt"],
-        checkpoint=_db.from_json(row["checkpoint"]),
+        checkpoint=decoded(row["checkpoint"], UNREADABLE),
         lease_expires_at=_db.dt_value(row["lease_expires_at"]),  # type: ignore[arg-type]
         enqueued_at=_db.dt_value(row["enqueued_at"]),
         started_at=_db.dt_value(row["started_at"]),

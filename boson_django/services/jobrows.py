@@ -14,14 +14,24 @@ JOB_COLUMNS = (
 )
 
 
-def decoded(value: Any) -> Any:
-    """A stored JSON column, or None when Python cannot decode it (nested deeper than its
-    recursion limit -- possible only for rows written around enqueue's validation). The
-    worker then acks the job UNDECODABLE instead of failing every admission."""
+class _Unreadable:
+    def __repr__(self) -> str:
+        return "<unreadable JSON>"
+
+
+#: A checkpoint Python cannot decode (``None`` means the job has none).
+UNREADABLE: Any = _Unreadable()
+
+
+def decoded(value: Any, unreadable: Any = None) -> Any:
+    """A stored JSON column, or ``unreadable`` when Python cannot decode it (nested deeper
+    than its recursion limit -- possible only for rows written around the validation of
+    enqueue and checkpoint). The worker then acks the job UNDECODABLE instead of failing
+    every admission."""
     try:
         return _db.from_json(value)
     except (RecursionError, ValueError):
-        return None
+        return unreadable
 
 
 def envelope_from_row(row: dict[str, Any]) -> Envelope:

@@ -28,6 +28,7 @@ from django.db import close_old_connections
 
 from boson_django import registry, taskresults, tracing
 from boson_django.compat import Task, task_started
+from boson_django.services.jobrows import UNREADABLE
 from boson_django.states import Outcome
 from boson_django.worker import logcapture
 from boson_django.worker.attempt import Attempt
@@ -43,6 +44,8 @@ def resolve(attempt: Attempt) -> Any | Finish:
         return undecodable(f"job {attempt.job_id} names {envelope.task!r}, which is not a registered task")
     if not isinstance(envelope.args, list) or not isinstance(envelope.kwargs, dict):
         return undecodable(f"job {attempt.job_id} has arguments that are not a list and a dict")
+    if attempt.unit.checkpoint is UNREADABLE:
+        return undecodable(f"job {attempt.job_id} has a checkpoint Python cannot decode")
     return found
 
 

@@ -56,6 +56,7 @@ CORRUPTIONS = {
     "args a bare string": ("args", '"text"'),
     "args null": ("args", "null"),
     "args nested deeper than Python decodes": ("args", "[" * 1500 + "]" * 1500),
+    "checkpoint nested deeper than Python decodes": ("checkpoint", "[" * 1500 + "]" * 1500),
 }
 # Text that is not JSON at all cannot be stored: jsonb refuses it on PostgreSQL and Django's
 # JSON_VALID check constraint on SQLite, so a corrupted row is always valid JSON of a wrong shape.
