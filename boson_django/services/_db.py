@@ -180,8 +180,9 @@ def undedicate(connection: BaseDatabaseWrapper) -> None:
     connection.boson_dedicated = False  # type: ignore[attr-defined]
     applied = getattr(connection, "boson_session_settings", None)
     connection.boson_session_settings = None  # type: ignore[attr-defined]
-    if applied is not None and applied[0] is connection.connection and not applied[0].closed:
-        applied[0].execute("; ".join(f"RESET {setting.split('=')[0].strip()}" for setting in applied[1]) or "SELECT 1")
+    if applied is None or not applied[1] or applied[0] is not connection.connection or applied[0].closed:
+        return  # nothing set on the database connection this wrapper has now
+    applied[0].execute("; ".join(f"RESET {setting.split('=')[0].strip()}" for setting in applied[1]))
 
 
 def _session_settings(connection: BaseDatabaseWrapper, planner: Sequence[str]) -> bool:
