@@ -99,13 +99,6 @@ def acked(jobs: Iterable[tuple[Any, Any, Any]], now: datetime, using: str) -> No
               for job, outcome, state in jobs], using)
 
 
-def released(job: Any, using: str) -> None:
-    """A running job its worker handed back on shutdown (running -> available)."""
-    if active():
-        emit([Transition("released", job.id, job.queue, job.task, job.fence, outcome="released",
-                         state="available")], using)
-
-
 def swept(event: str, rows: Iterable[dict[str, Any]], using: str, *, state: str | None, outcome: str | None = None) -> None:
     """Rows a sweep moved (``id``, ``queue``, ``task``, optional ``fence``/``state``)."""
     if active():
@@ -114,6 +107,7 @@ def swept(event: str, rows: Iterable[dict[str, Any]], using: str, *, state: str 
 
 
 def controlled(event: str, jobs: Iterable[Any], using: str, *, outcome: str | None = None) -> None:
-    """Operator transitions (cancel, retry, release from quarantine) of locked Job rows."""
+    """Transitions of locked Job rows outside acks and sweeps: an operator's (cancel, retry,
+    release from quarantine) and a worker's hand-back on shutdown; ``state`` is read from each."""
     if active():
         emit([Transition(event, j.id, j.queue, j.task, j.fence, outcome=outcome, state=j.state) for j in jobs], using)

@@ -101,7 +101,8 @@ def release(lease: Any, *, using: str | None = None) -> None:
         charged_weight=0.0, run_at=now,
     )
     history.close_run(job.id, job.fence, outcome="released", now=now, using=using)
-    transitions.released(job, using)
+    job.state = JobState.AVAILABLE.value  # the row's new state, for the transition record
+    transitions.controlled("released", [job], using, outcome="released")
 
 
 @_db.store_transaction
