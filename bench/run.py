@@ -40,7 +40,7 @@ VENVS = BENCH / ".venvs"
 
 #: name -> (driver script, pip requirements, needs Python >= 3.12, extra driver args)
 SYSTEMS: dict[str, tuple[str, list[str], bool, list[str]]] = {
-    "boson": ("systems/boson.py", ["-e", f"{ROOT}[postgres]"], False, ["--concurrency", "256"]),
+    "boson": ("systems/boson.py", ["-e", f"{ROOT}[postgres]"], False, ["--concurrency", "1024"]),
     "pgqueuer": ("systems/run_pgqueuer.py", ["pgqueuer", "psycopg[binary]", "asyncpg"], False, []),
     "procrastinate": ("systems/run_procrastinate.py", ["procrastinate", "psycopg[binary]"], False, []),
     "oban": ("systems/run_oban.py", ["oban", "psycopg[binary]", "psycopg-pool"], True, []),
@@ -49,7 +49,7 @@ SYSTEMS: dict[str, tuple[str, list[str], bool, list[str]]] = {
                         ["--system", "tasksdb"]),
 }
 #: Keys of each driver's result holding drain rates (the best one is reported).
-DRAIN_KEYS = ("drain", "drain_batch100", "drain_c8", "drain_limit50", "drain_c256")
+DRAIN_KEYS = ("drain", "drain_batch100", "drain_c8", "drain_limit50", "drain_c1024")
 
 
 def python_312() -> str | None:

@@ -38,6 +38,19 @@ from boson_django.worker.sweeper import Sweeper
 log = logging.getLogger("boson_django.worker")
 
 
+def admission_batch(concurrency: int) -> int:
+    """The most jobs one tick admits: a quarter of the slots, between 64 and 128.
+
+    A claim's time grows with its batch (about 50 us per job, little of it fixed), and a
+    slot comes back only when its ack lands. A loop admitting every free slot at once
+    drifts into two large batches in flight, each waiting for the other's claim and flush:
+    a drain at concurrency 256 ran at ~7,900 jobs/s that way and ~9,000 with batches of 64,
+    with 1024 slots ~10,400 with batches of 128 (measured in-process, no-op jobs). Below 64
+    slots a smaller batch only adds claims (concurrency 32 in batches of 8: 5,200 -> 3,500
+    jobs/s), so a small worker still admits all its free slots."""
+    return min(concurrency, max(64, min(128, concurrency // 4)))
+
+
 def default_worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
 
@@ -81,6 +94,7 @@ class Worker:
         self.using = _db.alias(o.using)
         self.worker_id = o.worker_id or default_worker_id()
         self.concurrency = o.concurrency or s.CONCURRENCY
+        self.admit_batch = admission_batch(self.concurrency)
         self.poll_s = (o.poll_interval_ms or s.POLL_INTERVAL_MS) / 1000
         self.waker = Waker()
         self.shutdown = Shutdown(s.SHUTDOWN_GRACE_MS if o.grace_ms is None else o.grace_ms, self.waker.set)
@@ -216,7 +230,7 @@ class Worker:
         # An attempt keeps its slot until its ack lands: a job admitted into the slot of one
         # whose ack is in flight could kill the process (a poison job) before that ack
         # commits, and the finished job would be reclaimed as a crash.
-        free = self.concurrency - len(self.running)
+        free = min(self.concurrency - len(self.running), self.admit_batch)
         if self.options.max_jobs is not None:
             free = min(free, self.options.max_jobs - self.admitted)
         if free <= 0:

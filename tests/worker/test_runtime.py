@@ -129,3 +129,23 @@ def test_the_loop_claims_with_its_session_setting_and_gives_the_connection_back(
     with connection.cursor() as cursor:
         cursor.execute("SHOW enable_bitmapscan")
         assert cursor.fetchone()[0] == "on"  # reset on the way out
+
+
+@pytest.mark.parametrize(("concurrency", "batch"), [(1, 1), (10, 10), (64, 64), (100, 64), (256, 64), (300, 75), (512, 128), (1024, 128)])
+def test_a_tick_admits_a_quarter_of_a_large_workers_slots_and_all_of_a_small_ones(concurrency, batch):
+    from boson_django.worker.runtime import admission_batch
+
+    assert admission_batch(concurrency) == batch
+
+
+def test_a_large_worker_admits_in_batches_and_still_fills_its_slots(live_clock, monkeypatch):
+    asked: list[int] = []
+    real = services.admit
+    monkeypatch.setattr(services, "admit", lambda *a, **k: asked.append(a[2]) or real(*a, **k))
+    results = services.enqueue([services.Envelope(task="tests.testapp.tasks.add", args=[1, n]) for n in range(200)])
+
+    burst("--concurrency", "300")
+
+    assert all(state(r.id) == "completed" for r in results)
+    assert max(asked) == 75 and asked[0] == 75  # never the 300 free slots in one claim
+    assert len([n for n in asked if n == 75]) >= 3  # the tick goes straight on to the next batch
