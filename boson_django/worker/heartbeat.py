@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import defaultdict
-from collections.abc import Iterable
+from collections import Counter, defaultdict
+from collections.abc import Callable
 
 from boson_django import services
 from boson_django.worker.attempt import Attempt
@@ -21,24 +21,40 @@ log = logging.getLogger("boson_django.worker")
 
 
 class Heartbeat:
+    """Keeps the lease lengths of the attempts the worker holds, counted as they come and
+    go, so the loop learns when the next beat is due without walking every attempt on each
+    tick (a worker may hold a thousand)."""
+
     def __init__(self, every_ms: int, using: str):
         self.every_ms = every_ms
         self.using = using
         self.last = time.monotonic()
+        self.lengths: Counter[int] = Counter()
 
-    def interval_s(self, held: Iterable[Attempt]) -> float:
-        shortest = min((a.lease_ms for a in held if a.lease_ms), default=None)
+    def hold(self, attempt: Attempt) -> None:
+        if attempt.lease_ms:
+            self.lengths[attempt.lease_ms] += 1
+
+    def drop(self, attempt: Attempt) -> None:
+        if attempt.lease_ms:
+            self.lengths[attempt.lease_ms] -= 1
+            if self.lengths[attempt.lease_ms] <= 0:
+                del self.lengths[attempt.lease_ms]
+
+    def interval_s(self) -> float:
+        shortest = min(self.lengths, default=None)
         every = self.every_ms if shortest is None else min(self.every_ms, shortest / 3)
         return max(every, 1) / 1000
 
-    def seconds_left(self, held: list[Attempt]) -> float:
-        return max(self.last + self.interval_s(held) - time.monotonic(), 0.0)
+    def seconds_left(self) -> float:
+        return max(self.last + self.interval_s() - time.monotonic(), 0.0)
 
-    def maybe_beat(self, held: list[Attempt]) -> list[Attempt]:
+    def maybe_beat(self, renewable: Callable[[], list[Attempt]]) -> list[Attempt]:
         """Renew if a beat is due; returns the attempts found lost (already flagged)."""
-        if not held or self.seconds_left(held) > 0:
+        if not self.lengths or self.seconds_left() > 0:
             return []
-        return self.beat(held)
+        held = renewable()
+        return self.beat(held) if held else []
 
     def beat(self, held: list[Attempt]) -> list[Attempt]:
         self.last = time.monotonic()

@@ -103,6 +103,8 @@ class Worker:
         self.backoff = Backoff(s.RECONNECT_MAX_MS)
         self.acker = Acker(self.using, inline=connections[self.using].vendor != "postgresql", on_flushed=self.waker.set)
         self.running: dict[str, Attempt] = {}
+        #: The running attempts whose job has a ``timeout_ms`` (the only ones a tick checks).
+        self.timed: dict[str, Attempt] = {}
         self.admitted = 0
         self.listener: Listener | None = None
         self._announced_stop = False
@@ -181,7 +183,7 @@ class Worker:
         self._keep_connection()
         self._collect()
         self._enforce_timeouts()
-        self.heartbeat.maybe_beat(self._renewable())
+        self.heartbeat.maybe_beat(self._renewable)
         if self.shutdown.stopping:
             return self._drain()
         self.sweeper.maybe_run()
@@ -215,7 +217,7 @@ class Worker:
             finish = finish_of(attempt.future, attempt)  # type: ignore[arg-type]
             if getattr(attempt, "effects", None) and finish.outcome is Outcome.SUCCESS:
                 deliver(attempt, finish)
-                del self.running[attempt.job_id]
+                self._let_go(attempt)
             else:
                 batch.append((attempt, finish))
         if batch:
@@ -224,7 +226,18 @@ class Worker:
 
     def _forget(self, acked: list[Attempt]) -> None:
         for attempt in acked:
-            del self.running[attempt.job_id]
+            self._let_go(attempt)
+
+    def _hold(self, attempt: Attempt) -> None:
+        self.running[attempt.job_id] = attempt
+        self.heartbeat.hold(attempt)
+        if attempt.unit.envelope.timeout_ms:
+            self.timed[attempt.job_id] = attempt
+
+    def _let_go(self, attempt: Attempt) -> None:
+        del self.running[attempt.job_id]
+        self.heartbeat.drop(attempt)
+        self.timed.pop(attempt.job_id, None)
 
     def _admit(self, executor: Executor) -> tuple[int, int]:
         # An attempt keeps its slot until its ack lands: a job admitted into the slot of one
@@ -238,7 +251,7 @@ class Worker:
         units = services.admit(self.worker_id, self.options.queues, free, using=self.using)
         for unit in units:
             attempt = Attempt(unit, self.worker_id, self.using)
-            self.running[attempt.job_id] = attempt
+            self._hold(attempt)
             executor.submit(attempt, lambda _f: self.waker.set())
         self.admitted += len(units)
         return free, len(units)
@@ -269,7 +282,7 @@ class Worker:
                     connection.close()
 
     def _enforce_timeouts(self) -> None:
-        timed = [a for a in self._held() if a.deadline is not None and not self._finished(a)]
+        timed = [a for a in self.timed.values() if not a.settled and not self._finished(a)]
         self._next_deadline_s = None
         if not timed:
             return
@@ -300,7 +313,7 @@ class Worker:
         if self.shutdown.grace_over():
             self._release([a for a in held if not a.acking])  # the flush in flight settles the rest
             return True
-        self.waker.wait(min(self.shutdown.seconds_left(), self.heartbeat.seconds_left(held), self.poll_s))
+        self.waker.wait(min(self.shutdown.seconds_left(), self.heartbeat.seconds_left(), self.poll_s))
         return False
 
     def _release(self, held: list[Attempt]) -> None:
@@ -313,10 +326,9 @@ class Worker:
             attempt.lost("released because the worker is shutting down")
 
     def _sleep_s(self) -> float:
-        held = self._held()
         waits = [self.poll_s, self.sweeper.seconds_left()]
-        if held:
-            waits.append(self.heartbeat.seconds_left(held))
+        if self.running:
+            waits.append(self.heartbeat.seconds_left())
         if self._next_deadline_s is not None:
             waits.append(self._next_deadline_s)
         return max(min(waits), 0.001)

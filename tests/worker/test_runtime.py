@@ -8,9 +8,11 @@ from datetime import timedelta
 import pytest
 from django.db import connection
 from django.test import override_settings
+from django.utils import timezone
 
 from boson_django import services
 from boson_django.worker import embedded
+from boson_django.worker.heartbeat import Heartbeat
 from boson_django.worker.runtime import WorkerOptions
 from boson_django.worker.sweeper import Sweeper
 from tests.testapp.tasks import add, gated
@@ -149,3 +151,43 @@ def test_a_large_worker_admits_in_batches_and_still_fills_its_slots(live_clock, 
     assert all(state(r.id) == "completed" for r in results)
     assert max(asked) == 75 and asked[0] == 75  # never the 300 free slots in one claim
     assert len([n for n in asked if n == 75]) >= 3  # the tick goes straight on to the next batch
+
+
+def _attempt(lease_ms: int, timeout_ms: int | None = None):
+    from boson_django.services import AdmissionUnit, Envelope, LeaseRef
+    from boson_django.worker.attempt import Attempt
+
+    env = Envelope(task="t", id=f"j{lease_ms}-{timeout_ms}", lease_ms=lease_ms, timeout_ms=timeout_ms)
+    unit = AdmissionUnit(LeaseRef(env.id, 1), env, 0, 0, None, timezone.now())
+    return Attempt(unit, "w", "default")
+
+
+def test_the_heartbeat_follows_the_shortest_lease_held_as_attempts_come_and_go():
+    beat = Heartbeat(every_ms=10_000, using="default")
+    short, long_ = _attempt(3_000), _attempt(60_000)
+    assert beat.interval_s() == 10.0  # nothing held: the setting
+
+    beat.hold(long_)
+    beat.hold(short)
+    beat.hold(short)
+    assert beat.interval_s() == 1.0  # a third of the shortest lease
+    beat.drop(short)
+    assert beat.interval_s() == 1.0  # one 3 s lease is still held
+    beat.drop(short)
+    assert beat.interval_s() == 10.0 and dict(beat.lengths) == {60_000: 1}
+    beat.drop(long_)
+    assert not beat.lengths
+
+
+def test_a_worker_lets_go_of_every_attempt_it_held(live_clock):
+    from boson_django.worker.runtime import Worker
+
+    results = [add.enqueue(1, n) for n in range(5)]
+    services.enqueue([services.Envelope(task="tests.testapp.tasks.add", args=[2, n], timeout_ms=60_000) for n in range(5)])
+    worker = Worker(WorkerOptions(concurrency=4, burst=True, handle_signals=False))
+
+    worker.run()
+
+    assert all(state(r.id) == "completed" for r in results)
+    assert worker.admitted == 10
+    assert not worker.running and not worker.timed and not worker.heartbeat.lengths
