@@ -46,7 +46,7 @@ test-postgres: $(BIN)/.installed-dev
 	BOSON_TEST_DB=postgres $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: $(BIN)/.installed-dev
-	$(BIN)/ruff check boson_django example_project scripts tests/docs tests/demo
+	$(BIN)/ruff check boson_django example_project scripts tests bench
 	$(BIN)/mypy boson_django
 
 # Regenerate docs/states.md and docs/settings.md from states.py and conf.py.

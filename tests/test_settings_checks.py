@@ -176,7 +176,7 @@ def test_retention_ms_zero_deletes_at_ack(store_clock):
 
 @boson(CRASH_LIMIT=1)
 def test_crash_limit_quarantines_after_that_many_lease_expiries(store_clock):
-    unit = running_job(lease_ms=1_000)
+    running_job(lease_ms=1_000)
     store_clock.advance(1_000)
     (reclaimed,) = services.reclaim_expired()
     assert (reclaimed.state, reclaimed.crash_attempt) == ("quarantined", 1)

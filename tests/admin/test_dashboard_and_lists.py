@@ -9,7 +9,6 @@ from django.urls import reverse
 
 from boson_django import services
 from boson_django.admin import paginator
-from boson_django.models import Job
 from tests.factories import admit_one, enqueue_one
 
 pytestmark = pytest.mark.django_db

@@ -57,7 +57,7 @@ def test_worker_processes_drain_one_store_each_job_exactly_once(live_clock):
             if proc.poll() is None:
                 proc.kill()
 
-    for proc, (out, err) in zip(procs, outputs):
+    for proc, (_, err) in zip(procs, outputs):
         assert proc.returncode == 0, err
         assert "locked" not in err.lower(), err
     got = [json.loads(out.strip().splitlines()[-1]) for out, _ in outputs]

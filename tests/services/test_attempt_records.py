@@ -6,7 +6,8 @@ cancel; never for snooze, rate_limited, revoke or a success without logs."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import pytest
 

@@ -7,7 +7,8 @@ lost leases instead of raising. Also the ``running -> available`` graceful relea
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import pytest
 

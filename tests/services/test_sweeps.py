@@ -63,7 +63,7 @@ def test_a_poison_pill_parks_in_quarantine_at_the_crash_limit(store_clock):
     driven = start_job()
     for crashes in (1, 2):
         (reclaimed,) = _crash_and_reclaim(store_clock, driven.job_id)
-        assert reclaimed.state == "available"
+        assert (reclaimed.state, reclaimed.crash_attempt) == ("available", crashes)
         services.admit("w1", ["walk"], 1)
     (reclaimed,) = _crash_and_reclaim(store_clock, driven.job_id)
     assert (reclaimed.state, reclaimed.crash_attempt) == ("quarantined", 3)
