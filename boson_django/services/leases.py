@@ -96,12 +96,10 @@ def release(lease: Any, *, using: str | None = None) -> None:
     job = hold(lease, now, using)
     assert allows(job.state, Event.RELEASE)
     buckets.reconcile(using, now, job.rate_class, job.charged_weight, 0.0)
-    Job.objects.using(using).filter(id=job.id).update(
-        state=JobState.AVAILABLE.value, lease_holder=None, lease_expires_at=None,
-        charged_weight=0.0, run_at=now,
-    )
+    job.state, job.run_at = JobState.AVAILABLE.value, now
+    job.lease_holder, job.lease_expires_at, job.charged_weight = None, None, 0.0
+    job.save(update_fields=["state", "lease_holder", "lease_expires_at", "charged_weight", "run_at"])
     history.close_run(job.id, job.fence, outcome="released", now=now, using=using)
-    job.state = JobState.AVAILABLE.value  # the row's new state, for the transition record
     transitions.controlled("released", [job], using, outcome="released")
 
 
