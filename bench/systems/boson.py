@@ -3,7 +3,8 @@
     python bench/systems/boson.py peers|scale|sqlite [--n N] [--reps R]
 
 ``peers``: the measurements every system gets (bulk, one-at-a-time, drain, wake-up);
-``scale``: boson-only (admission at 10k vs 1M queued, 4 processes vs 1, RSS at
+``scale``: boson-only (admission at 10k vs 1M queued, 4 processes vs 1 at the
+given and at the default concurrency, RSS at
 concurrency 32); ``sqlite``: drain with one worker on SQLite.
 """
 
@@ -170,11 +171,20 @@ def scale(args: argparse.Namespace) -> dict:
         fill(queued)
         out[f"admit_ms_{queued}"] = [admission_ms(30, 100) for _ in range(args.reps)]
     truncate()
-    one = [drain(args.n, args.concurrency, 1, window_s=args.window)["jobs_per_s"] for _ in range(args.reps)]
-    four = [drain(args.n * 2, args.concurrency, 4, window_s=args.window)["jobs_per_s"] for _ in range(args.reps)]
-    rss = drain(args.n, 32, 1, window_s=args.window)["rss_mb"]
-    out.update(drain_1proc=one, drain_4proc=four, rss_mb_c32=rss)
+    for key, concurrency in (("", args.concurrency), ("_default", default_concurrency())):
+        out[f"drain_1proc{key}"] = [drain(args.n, concurrency, 1, window_s=args.window)["jobs_per_s"]
+                                    for _ in range(args.reps)]
+        out[f"drain_4proc{key}"] = [drain(args.n * 2, concurrency, 4, window_s=args.window)["jobs_per_s"]
+                                    for _ in range(args.reps)]
+    out["rss_mb_c32"] = drain(args.n, 32, 1, window_s=args.window)["rss_mb"]
     return out
+
+
+def default_concurrency() -> int:
+    """What ``boson_worker`` runs with when given no ``--concurrency``."""
+    from boson_django import conf
+
+    return conf.get().CONCURRENCY
 
 
 def sqlite(args: argparse.Namespace) -> dict:
