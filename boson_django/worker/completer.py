@@ -20,7 +20,7 @@ from boson_django.errors import InvalidEnvelope, LeaseRejected
 from boson_django.services import AckReply, AckRequest
 from boson_django.states import JobState, Outcome
 from boson_django.worker.attempt import Attempt
-from boson_django.worker.delivery import finished_signal
+from boson_django.worker.delivery import finished_signal, log_outcome
 from boson_django.worker.outcomes import Finish, error_text
 
 log = logging.getLogger("boson_django.worker")
@@ -66,16 +66,8 @@ def _settle(attempt: Attempt, finish: Finish, reply: AckReply) -> None:
     if reply.error is not None:  # InvalidEnvelope even for the RETRY: cannot happen, but say so
         log.error("boson: job %s: ack refused: %s", attempt.job_id, reply.error)
         return
-    _log_outcome(attempt, finish, reply.state)
+    log_outcome(attempt, finish, reply.state)
     _signal(attempt, finish, reply)
-
-
-def _log_outcome(attempt: Attempt, finish: Finish, state: str | None) -> None:
-    if finish.error and finish.outcome in (Outcome.RETRY, Outcome.UNDECODABLE, Outcome.DISCARD):
-        log.warning("boson: job %s (%s) -> %s: %s", attempt.job_id, attempt.unit.envelope.task,
-                    state or "deleted", finish.error.split("\n", 1)[0])
-    elif log.isEnabledFor(logging.INFO):
-        log.info("boson: job %s (%s) -> %s", attempt.job_id, attempt.unit.envelope.task, state or "deleted")
 
 
 def _signal(attempt: Attempt, finish: Finish, reply: AckReply) -> None:

@@ -44,7 +44,7 @@ def deliver(attempt: Attempt, finish: Finish) -> str | None:
         attempt.settled = True
         return None
     attempt.settled = True
-    _log_outcome(attempt, finish, state)
+    log_outcome(attempt, finish, state)
     finished_signal(attempt, finish)
     return state
 
@@ -80,11 +80,12 @@ def _ack_with_effects(attempt: Attempt, finish: Finish, *, using: str | None = N
     return state
 
 
-def _log_outcome(attempt: Attempt, finish: Finish, state: str | None) -> None:
+def log_outcome(attempt: Attempt, finish: Finish, state: str | None) -> None:
+    """One line per stored outcome: a warning with the error's first line for a failure."""
     if finish.error and finish.outcome in (Outcome.RETRY, Outcome.UNDECODABLE, Outcome.DISCARD):
         log.warning("boson: job %s (%s) -> %s: %s", attempt.job_id, attempt.unit.envelope.task,
                     state or "deleted", finish.error.split("\n", 1)[0])
-    else:
+    elif log.isEnabledFor(logging.INFO):  # the success line is hot: skip building it when unseen
         log.info("boson: job %s (%s) -> %s", attempt.job_id, attempt.unit.envelope.task, state or "deleted")
 
 
