@@ -19,10 +19,7 @@ from boson_django.services.types import AdmissionUnit, LeaseRef
 
 MAX_ROUNDS = 3
 #: Returned with each claimed row besides the envelope: times, and whether the job had runs.
-_EXTRA = (
-    "enqueued_at, started_at, attempted_at, "
-    "NOT EXISTS (SELECT 1 FROM boson_run r WHERE r.job_id = boson_job.id) AS first_run"
-)
+_EXTRA = f"enqueued_at, started_at, attempted_at, {claim_pg.first_run('boson_job')}"
 
 
 class _ActiveLimits:

@@ -24,8 +24,29 @@ _RETURNED = ", ".join(f"j.{c.strip()}" for c in JOB_COLUMNS.split(","))
 #: A queue table's statistics are often stale (a burst of new jobs after ANALYZE saw
 #: mostly finished ones); with bitmap scans allowed the planner then sorts every
 #: available row on each claim instead of walking the claim index (70 ms against
-#: 0.4 ms for 20,000 queued jobs, measured).
-_PLANNER = ("enable_bitmapscan = off",)
+#: 0.4 ms for 20,000 queued jobs, measured). Sequential scans off for the same reason:
+#: a generic plan made while the run table was empty and analyzed checks each claimed
+#: job's runs by reading the whole table (see :func:`first_run`). The paused-queue
+#: check still scans the (small) queue table, so the plan's cost carries the penalty
+#: that disabling adds, which is above ``jit_above_cost``: JIT off, or each claim would
+#: compile ~60 functions first.
+_PLANNER = ("enable_bitmapscan = off", "enable_seqscan = off", "jit = off")
+
+
+def first_run(job: str) -> str:
+    """Whether the job ``job`` names (a table or alias) has no run yet, as a returned column.
+
+    A scalar lookup rather than ``NOT EXISTS``: PostgreSQL may plan an ``EXISTS`` as a
+    hashed subplan that reads the whole run table, and it does for the prepared claim's
+    generic plan when that plan was made while the run table was empty (a new store, a
+    fresh deployment) -- the plan is kept for the life of the connection, so each claim
+    then read every run stored since: a burst worker draining 150,000 jobs took 74-85 s
+    instead of 14-15 s, slowing as the runs piled up. ``LIMIT 1`` has no hashed form;
+    with sequential scans off (``_PLANNER``) it is one probe of ``boson_run_job_fence``
+    per claimed job even when the statistics say the run table is empty.
+    """
+    return f"(SELECT 1 FROM boson_run r WHERE r.job_id = {job}.id LIMIT 1) IS NULL AS first_run"
+
 
 _CLAIM = """
 WITH clk AS ({now}),
@@ -47,7 +68,7 @@ claimed AS (
   FROM cand, clk
   WHERE j.id = cand.id AND cand.free
   RETURNING {returned}, j.enqueued_at, j.started_at, j.attempted_at,
-    NOT EXISTS (SELECT 1 FROM boson_run r WHERE r.job_id = j.id) AS first_run
+    {first_run}
 ),
 runs AS (
   INSERT INTO boson_run (job_id, task, queue, attempt, fence, worker_id, started_at, finished_at,
@@ -79,4 +100,4 @@ def claim_free(
 def _claim_sql(lanes: int) -> str:
     """The statement for ``lanes`` named queues (0: every queue); built on first use."""
     where = f"AND j.queue IN ({', '.join(['%s'] * lanes)})" if lanes else ""
-    return _CLAIM.format(now=clock.PG_NOW, lanes=where, returned=_RETURNED)
+    return _CLAIM.format(now=clock.PG_NOW, lanes=where, returned=_RETURNED, first_run=first_run("j"))

@@ -25,7 +25,7 @@ from django.test.utils import CaptureQueriesContext
 from boson_django import services
 from boson_django.errors import LeaseRejected
 from boson_django.models import Job, Run
-from boson_django.services import AckRequest, AdmissionUnit, LeaseRef, Outcome
+from boson_django.services import AckRequest, AdmissionUnit, LeaseRef, Outcome, claim_pg
 from tests.factories import ADD, NOOP, envelope
 
 pytestmark = pytest.mark.postgres
@@ -182,3 +182,28 @@ def test_the_general_admission_claims_its_picks_by_key(live_clock):
     finally:
         with connection.cursor() as cursor:
             cursor.execute("ALTER TABLE boson_job RESET (autovacuum_enabled)")
+
+
+def test_the_claims_generic_plan_probes_each_jobs_runs_by_key_when_planned_against_no_runs(live_clock):
+    """The prepared claim's generic plan is kept for the life of the worker's connection.
+    Made while the run table was empty (a new store), its first-run check must still be a
+    probe by job, or each claim reads every run stored since (a drain slowed 5x)."""
+    services.enqueue([envelope(NOOP, queue="fresh") for _ in range(300)])
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE boson_run")  # the statistics: no run at all
+        cursor.execute("ANALYZE boson_job")
+    parts = claim_pg._claim_sql(0).split("%s")
+    numbered = "".join(part + (f"${i + 1}" if i < len(parts) - 1 else "") for i, part in enumerate(parts))
+    with transaction.atomic(), connection.cursor() as cursor:
+        for setting in (*claim_pg._PLANNER, "plan_cache_mode = force_generic_plan"):
+            cursor.execute(f"SET LOCAL {setting}")
+        cursor.execute(f"PREPARE boson_test_claim(int, text, int, text) AS {numbered}")
+        try:
+            cursor.execute("EXPLAIN EXECUTE boson_test_claim(64, 'w1', NULL, 'w1')")
+            text = "\n".join(row[0] for row in cursor.fetchall())
+        finally:
+            cursor.execute("DEALLOCATE boson_test_claim")
+    assert "Seq Scan on boson_run" not in text, text
+    assert "Index Only Scan using boson_run_job_fence on boson_run r" in text, text
+    assert "Index Cond: (job_id = (j_1.id)::text)" in text, text  # per job, not a hashed read of all
+    assert "JIT:" not in text, text  # the disabled scans' cost penalty must not switch on compilation
