@@ -194,6 +194,9 @@ def scale_table(scale: dict, sqlite: dict) -> str:
         rows.append(f"| drain, 4 processes, {how} each | {fmt(four, ' jobs/s')} | "
                     f">= 1.5x: {(four / one if one and four else 0):.2f}x |")
     rows.append(f"| worker RSS at concurrency 32 | {fmt(scale.get('rss_mb_c32'), ' MB')} | < 150 MB |")
+    first, last = scale.get("long_first_fifth"), scale.get("long_last_fifth")
+    rows.append(f"| long drain from an empty run table, 1 process: first fifth / last fifth | "
+                f"{fmt(first, '')} / {fmt(last, ' jobs/s')} | steady: {(last / first if first and last else 0):.2f}x |")
     rows.append(f"| SQLite drain, 1 process | {fmt(med(sqlite.get('drain')), ' jobs/s')} | >= 2,000 jobs/s |")
     return "\n".join(rows)
 
@@ -258,7 +261,7 @@ def main() -> None:
         if exe is None:
             errors["boson-scale"] = errors["boson-sqlite"] = "boson's virtualenv could not be installed"
         else:
-            scale_args = (["scale", "--n", "400", "--big", "20000", "--window", "2", "--reps", "1"] if a.quick
+            scale_args = (["scale", "--n", "400", "--big", "20000", "--window", "2", "--reps", "1", "--long", "3000"] if a.quick
                           else ["scale", "--n", "20000", "--window", str(a.window), "--reps", str(reps)])
             raw["boson-scale"] = run_driver("boson", exe, scale_args + ["--concurrency", str(SCALE_CONCURRENCY)], timeout=900)
             sq_args = ["sqlite", "--n", "300" if a.quick else "20000", "--window", "2" if a.quick else str(a.window),

@@ -1,11 +1,12 @@
 """boson_django in the benchmark. Run by bench/run.py in bench/.venvs/boson:
 
-    python bench/systems/boson.py peers|scale|sqlite [--n N] [--reps R]
+    python bench/systems/boson.py peers|scale|sqlite|long [--n N] [--reps R]
 
 ``peers``: the measurements every system gets (bulk, one-at-a-time, drain, wake-up);
 ``scale``: boson-only (admission at 10k vs 1M queued, 4 processes vs 1 at the
-given and at the default concurrency, RSS at
-concurrency 32); ``sqlite``: drain with one worker on SQLite.
+given and at the default concurrency, RSS at concurrency 32, a long drain's first fifth
+against its last); ``long``: that long drain alone (``--long N``); ``sqlite``: drain
+with one worker on SQLite.
 """
 
 from __future__ import annotations
@@ -177,7 +178,42 @@ def scale(args: argparse.Namespace) -> dict:
         out[f"drain_4proc{key}"] = [drain(args.n * 2, concurrency, 4, window_s=args.window)["jobs_per_s"]
                                     for _ in range(args.reps)]
     out["rss_mb_c32"] = drain(args.n, 32, 1, window_s=args.window)["rss_mb"]
+    long = long_drain(args.long, args.concurrency)
+    out["long_first_fifth"], out["long_last_fifth"] = long["first_fifth"], long["last_fifth"]
     return out
+
+
+def long_drain(n: int, concurrency: int, timeout_s: float = 300.0) -> dict:
+    """One burst worker through ``n`` queued jobs from an empty run table (a new store):
+    the rate over the first fifth of the drain against the last fifth. Equal when a claim
+    costs the same however many runs are stored; a plan that reads the run table per claim
+    shows as a last fifth several times slower."""
+    from boson_django import services
+
+    truncate()
+    services.enqueue(envelopes(n))
+    log = os.path.join(tempfile.gettempdir(), "bench-boson-worker.log")
+    proc = spawn(worker_cmd(concurrency, "--burst"), log)
+    marks = [n // 5, n - n // 5, n]  # completed counts: end of the first fifth, start and end of the last
+    seen: dict[int, float] = {}
+    try:
+        deadline = time.monotonic() + timeout_s
+        t0 = None
+        while len(seen) < len(marks) and time.monotonic() < deadline and proc.poll() in (None, 0):
+            done = completed()
+            now = time.perf_counter()
+            if t0 is None and done:
+                t0 = now
+            seen.update({m: now for m in marks if done >= m and m not in seen})
+            time.sleep(0.1)
+    finally:
+        common.stop([proc])
+    if t0 is None or len(seen) < len(marks):
+        raise RuntimeError(f"the long drain did not finish ({completed()} of {n} in {timeout_s:.0f} s)")
+    fifth = n // 5
+    return {"first_fifth": fifth / max(seen[marks[0]] - t0, 1e-3),
+            "last_fifth": (n - marks[1]) / max(seen[marks[2]] - seen[marks[1]], 1e-3),
+            "seconds": seen[marks[2]] - t0}
 
 
 def default_concurrency() -> int:
@@ -196,7 +232,7 @@ def sqlite(args: argparse.Namespace) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("what", choices=["peers", "scale", "sqlite", "drain", "enqueue", "wakeup"])
+    parser.add_argument("what", choices=["peers", "scale", "sqlite", "drain", "enqueue", "wakeup", "long"])
     parser.add_argument("--n", type=int, default=20_000)
     parser.add_argument("--single", type=int, default=1_000)
     parser.add_argument("--reps", type=int, default=3)
@@ -205,6 +241,7 @@ def main() -> None:
     parser.add_argument("--wakeups", type=int, default=40)
     parser.add_argument("--window", type=float, default=12.0)
     parser.add_argument("--big", type=int, default=1_000_000)
+    parser.add_argument("--long", type=int, default=150_000, help="jobs in the long drain (scale)")
     args = parser.parse_args()
     if args.what == "wakeup":
         setup()
@@ -212,6 +249,9 @@ def main() -> None:
     elif args.what == "enqueue":
         setup()
         result = {"bulk": [bulk(args.n) for _ in range(args.reps)], "single": [one_at_a_time(args.single) for _ in range(args.reps)]}
+    elif args.what == "long":
+        setup()
+        result = {"long_drain": [long_drain(args.long, args.concurrency) for _ in range(args.reps)]}
     elif args.what == "drain":
         setup()
         result = {"drain": [drain(args.n, args.concurrency, args.processes, args.window) for _ in range(args.reps)]}

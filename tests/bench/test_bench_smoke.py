@@ -41,3 +41,13 @@ def test_postgres_measurements_run():
                   "--concurrency", "4", **env)
     assert result["bulk"][0] > 0 and result["single"][0] > 0 and result["drain"][0] > 0
     assert result["wakeup"]["p50_ms"] > 0
+
+
+@pytest.mark.skipif(not settings.DATABASES["default"]["ENGINE"].endswith("postgresql"), reason="needs PostgreSQL")
+def test_the_long_drain_measures_both_fifths():
+    pg = settings.DATABASES["default"]
+    env = {"BENCH_BOSON_DB": f"{pg['TEST']['NAME']}_bench", "BENCH_PG_HOST": pg["HOST"], "BENCH_PG_USER": pg["USER"],
+           "BENCH_PG_PORT": str(pg["PORT"])}
+    result = _run("long", "--long", "500", "--reps", "1", "--concurrency", "8", **env)
+    (long,) = result["long_drain"]
+    assert long["first_fifth"] > 0 and long["last_fifth"] > 0 and long["seconds"] > 0
