@@ -96,13 +96,21 @@ def spawn(cmd: list[str], log: str) -> subprocess.Popen:
     return subprocess.Popen(cmd, env=env, cwd=str(BENCH), stdout=subprocess.DEVNULL, stderr=open(log, "ab"))
 
 
-def drain(n: int, concurrency: int, processes: int = 1, window_s: float = 12.0) -> dict:
+def queue_fresh(n: int) -> None:
+    """Empty the store (runs too), then queue ``n`` no-op jobs."""
     from boson_django import services
 
     truncate()
     services.enqueue(envelopes(n))
-    log = os.path.join(tempfile.gettempdir(), "bench-boson-worker.log")
-    start = lambda: [spawn(worker_cmd(concurrency, "--burst"), log) for _ in range(processes)]  # noqa: E731
+
+
+def burst_worker(concurrency: int) -> subprocess.Popen:
+    return spawn(worker_cmd(concurrency, "--burst"), os.path.join(tempfile.gettempdir(), "bench-boson-worker.log"))
+
+
+def drain(n: int, concurrency: int, processes: int = 1, window_s: float = 12.0) -> dict:
+    queue_fresh(n)
+    start = lambda: [burst_worker(concurrency) for _ in range(processes)]  # noqa: E731
     return common.drain_rate(start, completed, n, window_s=window_s)
 
 
@@ -188,13 +196,10 @@ def long_drain(n: int, concurrency: int, timeout_s: float = 300.0) -> dict:
     the rate over the first fifth of the drain against the last fifth. Equal when a claim
     costs the same however many runs are stored; a plan that reads the run table per claim
     shows as a last fifth several times slower."""
-    from boson_django import services
-
-    truncate()
-    services.enqueue(envelopes(n))
-    log = os.path.join(tempfile.gettempdir(), "bench-boson-worker.log")
-    proc = spawn(worker_cmd(concurrency, "--burst"), log)
-    marks = [n // 5, n - n // 5, n]  # completed counts: end of the first fifth, start and end of the last
+    queue_fresh(n)
+    proc = burst_worker(concurrency)
+    fifth = n // 5
+    marks = [fifth, n - fifth, n]  # completed counts: end of the first fifth, start and end of the last
     seen: dict[int, float] = {}
     try:
         deadline = time.monotonic() + timeout_s
@@ -210,9 +215,8 @@ def long_drain(n: int, concurrency: int, timeout_s: float = 300.0) -> dict:
         common.stop([proc])
     if t0 is None or len(seen) < len(marks):
         raise RuntimeError(f"the long drain did not finish ({completed()} of {n} in {timeout_s:.0f} s)")
-    fifth = n // 5
     return {"first_fifth": fifth / max(seen[marks[0]] - t0, 1e-3),
-            "last_fifth": (n - marks[1]) / max(seen[marks[2]] - seen[marks[1]], 1e-3),
+            "last_fifth": fifth / max(seen[marks[2]] - seen[marks[1]], 1e-3),
             "seconds": seen[marks[2]] - t0}
 
 
@@ -241,7 +245,7 @@ def main() -> None:
     parser.add_argument("--wakeups", type=int, default=40)
     parser.add_argument("--window", type=float, default=12.0)
     parser.add_argument("--big", type=int, default=1_000_000)
-    parser.add_argument("--long", type=int, default=150_000, help="jobs in the long drain (scale)")
+    parser.add_argument("--long", type=int, default=150_000, help="jobs in the long drain (scale, long)")
     args = parser.parse_args()
     if args.what == "wakeup":
         setup()

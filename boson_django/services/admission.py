@@ -14,12 +14,12 @@ from typing import Any
 from boson_django import clock, transitions, validation
 from boson_django.services import _db, claim_pg, history
 from boson_django.services.buckets import Buckets
-from boson_django.services.jobrows import JOB_COLUMNS, UNREADABLE, decoded, envelope_from_row
+from boson_django.services.jobrows import JOB_COLUMNS, UNREADABLE, decoded, envelope_from_row, first_run
 from boson_django.services.types import AdmissionUnit, LeaseRef
 
 MAX_ROUNDS = 3
 #: Returned with each claimed row besides the envelope: times, and whether the job had runs.
-_EXTRA = f"enqueued_at, started_at, attempted_at, {claim_pg.first_run('boson_job')}"
+_EXTRA = f"enqueued_at, started_at, attempted_at, {first_run('boson_job')}"
 
 
 class _ActiveLimits:

@@ -17,7 +17,7 @@ from typing import Any
 
 from boson_django import clock
 from boson_django.services import _db
-from boson_django.services.jobrows import JOB_COLUMNS
+from boson_django.services.jobrows import JOB_COLUMNS, first_run
 
 _RETURNED = ", ".join(f"j.{c.strip()}" for c in JOB_COLUMNS.split(","))
 
@@ -26,26 +26,11 @@ _RETURNED = ", ".join(f"j.{c.strip()}" for c in JOB_COLUMNS.split(","))
 #: available row on each claim instead of walking the claim index (70 ms against
 #: 0.4 ms for 20,000 queued jobs, measured). Sequential scans off for the same reason:
 #: a generic plan made while the run table was empty and analyzed checks each claimed
-#: job's runs by reading the whole table (see :func:`first_run`). The paused-queue
+#: job's runs by reading the whole table (see :func:`jobrows.first_run`). The paused-queue
 #: check still scans the (small) queue table, so the plan's cost carries the penalty
 #: that disabling adds, which is above ``jit_above_cost``: JIT off, or each claim would
 #: compile ~60 functions first.
 _PLANNER = ("enable_bitmapscan = off", "enable_seqscan = off", "jit = off")
-
-
-def first_run(job: str) -> str:
-    """Whether the job ``job`` names (a table or alias) has no run yet, as a returned column.
-
-    A scalar lookup rather than ``NOT EXISTS``: PostgreSQL may plan an ``EXISTS`` as a
-    hashed subplan that reads the whole run table, and it does for the prepared claim's
-    generic plan when that plan was made while the run table was empty (a new store, a
-    fresh deployment) -- the plan is kept for the life of the connection, so each claim
-    then read every run stored since: a burst worker draining 150,000 jobs took 74-85 s
-    instead of 14-15 s, slowing as the runs piled up. ``LIMIT 1`` has no hashed form;
-    with sequential scans off (``_PLANNER``) it is one probe of ``boson_run_job_fence``
-    per claimed job even when the statistics say the run table is empty.
-    """
-    return f"(SELECT 1 FROM boson_run r WHERE r.job_id = {job}.id LIMIT 1) IS NULL AS first_run"
 
 
 _CLAIM = """

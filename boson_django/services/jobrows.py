@@ -1,4 +1,4 @@
-"""Reading job rows fetched by raw SQL back into envelopes."""
+"""The job columns raw SQL returns, and reading those rows back into envelopes."""
 
 from __future__ import annotations
 
@@ -12,6 +12,22 @@ JOB_COLUMNS = (
     "rate_class, max_attempts, retention_ms, lease_ms, timeout_ms, crash_limit, attempt, "
     "crash_attempt, fence, lease_holder, lease_expires_at, charged_weight, checkpoint, run_at"
 )
+
+
+def first_run(job: str) -> str:
+    """Whether the job ``job`` names (a table or alias) has no run yet, as a returned column.
+
+    A scalar lookup rather than ``NOT EXISTS``: PostgreSQL may plan an ``EXISTS`` as a
+    hashed subplan that reads the whole run table, and it does for the prepared claim's
+    generic plan when that plan was made while the run table was empty (a new store, a
+    fresh deployment) -- the plan is kept for the life of the connection, so each claim
+    then read every run stored since: a burst worker draining 150,000 jobs took 74-85 s
+    instead of 14-15 s, slowing as the runs piled up. ``LIMIT 1`` has no hashed form;
+    with sequential scans off (``claim_pg._PLANNER``) it is one probe of
+    ``boson_run_job_fence`` per claimed job even when the statistics say the run table is
+    empty. Used by both admission paths, so they agree on what a first run is.
+    """
+    return f"(SELECT 1 FROM boson_run r WHERE r.job_id = {job}.id LIMIT 1) IS NULL AS first_run"
 
 
 class _Unreadable:
