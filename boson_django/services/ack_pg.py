@@ -30,6 +30,16 @@ from boson_django.services import _db, throughput
 #: into it): with ``state = 'running'`` beside the key the planner took the partial
 #: index of running jobs and filtered all of them for each ack (29 ms for 256 acks with
 #: 256 running, against the primary key's 3 ms, measured).
+#: Sequential scans off, so a plan made while the run table looked empty (a new store,
+#: or statistics older than the runs since: a prepared statement's generic plan outlives
+#: them) still finds each run by its job: with them on, that plan read the whole run
+#: table twice per flush, and a drain at concurrency 10 fell from ~2,000 to ~500 jobs/s
+#: over 20,000 jobs as the runs piled up. The jobs and runs written are named by key
+#: (``id = ANY(ARRAY(...))``), so no join order depends on the statistics. JIT off for
+#: the same reason as the claim's (``claim_pg._PLANNER``): the disabled scans' cost
+#: penalty is above ``jit_above_cost``.
+_PLANNER = ("enable_seqscan = off", "jit = off")
+
 _COMPLETE = """
 WITH clk AS ({now}),
 locked AS MATERIALIZED (
@@ -46,25 +56,25 @@ done AS (
   UPDATE boson_job j SET state = 'completed', attempt = j.attempt + 1, lease_holder = NULL,
     lease_expires_at = NULL, finalized_at = clk.now,
     expires_at = clk.now + COALESCE(j.retention_ms, %s) * INTERVAL '1 millisecond'
-  FROM locked, clk
-  WHERE j.id = locked.id
-  RETURNING j.id, j.task, j.queue, j.fence, j.attempt, j.attempted_at, j.run_at, locked.result
+  FROM clk
+  WHERE j.id = ANY(ARRAY(SELECT id FROM locked))
+  RETURNING j.id, j.task, j.queue, j.fence, j.attempt, j.attempted_at, j.run_at
 ),
 runs AS (
   UPDATE boson_run r SET finished_at = clk.now, outcome = 'success', error = '', logs = '[]'::jsonb,
     recorded = FALSE
   FROM clk
-  WHERE r.id IN (
+  WHERE r.id = ANY(ARRAY(
     SELECT o.id FROM done CROSS JOIN LATERAL (
       SELECT id FROM boson_run WHERE job_id = done.id AND fence = done.fence AND finished_at IS NULL LIMIT 1
     ) AS o
-  )
+  ))
 ),
 results AS (
   INSERT INTO boson_job_data (job_id, kind, attempt, fence, at, data)
-  SELECT done.id, 'result', done.attempt, done.fence, clk.now, done.result::jsonb
-  FROM done, clk
-  WHERE done.result IS NOT NULL
+  SELECT done.id, 'result', done.attempt, done.fence, clk.now, locked.result::jsonb
+  FROM done JOIN locked ON locked.id = done.id, clk
+  WHERE locked.result IS NOT NULL
   ON CONFLICT (job_id, kind) DO UPDATE SET attempt = excluded.attempt, fence = excluded.fence,
     at = excluded.at, data = excluded.data
 ),
@@ -107,7 +117,8 @@ def complete(
     completed jobs by id and the store time. Leases that no longer hold are left out."""
     ids, fences, results = zip(*acks)
     rows = _db.one_statement(
-        connection, _sql(), [list(ids), list(fences), list(results), retention_ms, random.randrange(throughput.SHARDS)]
+        connection, _sql(), [list(ids), list(fences), list(results), retention_ms, random.randrange(throughput.SHARDS)],
+        planner=_PLANNER,
     )
     done = {
         row["id"]: Completed(row["id"], row["task"], row["queue"], row["fence"], _db.dt_value(row["attempted_at"]))

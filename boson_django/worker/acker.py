@@ -94,6 +94,7 @@ class Acker:
         self._thread.join(timeout_s)
 
     def _serve(self) -> None:
+        _db.dedicate(connections[self.using])  # this thread's connection runs only the flushes
         while (batch := self._todo.get()) is not None:
             self._done.put((batch, self._flush(batch)))
             if self._on_flushed is not None:

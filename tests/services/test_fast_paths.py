@@ -622,7 +622,7 @@ def test_overlapping_concurrent_ack_batches_complete_each_job_once(live_clock):
 def _claim_plan() -> str:
     """EXPLAIN of the claim statement over every queue, under the statement's own planner settings."""
     with transaction.atomic(), connection.cursor() as cursor:
-        for setting in claim_pg._PLANNER:
+        for setting in claim_pg.planner(0):
             cursor.execute(f"SET LOCAL {setting}")
         cursor.execute("EXPLAIN " + claim_pg._claim_sql(0), [100, "w-plan", None, "w-plan"])
         return "\n".join(row[0] for row in cursor.fetchall())

@@ -25,7 +25,7 @@ from django.test.utils import CaptureQueriesContext
 from boson_django import services
 from boson_django.errors import LeaseRejected
 from boson_django.models import Job, Run
-from boson_django.services import AckRequest, AdmissionUnit, LeaseRef, Outcome, claim_pg
+from boson_django.services import AckRequest, AdmissionUnit, LeaseRef, Outcome, _db, claim_pg
 from tests.factories import ADD, NOOP, envelope
 
 pytestmark = pytest.mark.postgres
@@ -195,7 +195,7 @@ def test_the_claims_generic_plan_probes_each_jobs_runs_by_key_when_planned_again
     parts = claim_pg._claim_sql(0).split("%s")
     numbered = "".join(part + (f"${i + 1}" if i < len(parts) - 1 else "") for i, part in enumerate(parts))
     with transaction.atomic(), connection.cursor() as cursor:
-        for setting in (*claim_pg._PLANNER, "plan_cache_mode = force_generic_plan"):
+        for setting in claim_pg.planner(0):  # the generic plan, as the worker runs it
             cursor.execute(f"SET LOCAL {setting}")
         cursor.execute(f"PREPARE boson_test_claim(int, text, int, text) AS {numbered}")
         try:
@@ -207,3 +207,97 @@ def test_the_claims_generic_plan_probes_each_jobs_runs_by_key_when_planned_again
     assert "Index Only Scan using boson_run_job_fence on boson_run r" in text, text
     assert "Index Cond: (job_id = (j_1.id)::text)" in text, text  # per job, not a hashed read of all
     assert "JIT:" not in text, text  # the disabled scans' cost penalty must not switch on compilation
+
+
+def _prepared(marker: str) -> tuple[str, int, int]:
+    """The name of this session's prepared statement containing ``marker``, and its
+    generic and custom plan counts."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT name, generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE %s",
+            [f"%{marker}%"],
+        )
+        (found,) = cursor.fetchall()
+    return found
+
+
+CLAIM_MARKER = "INSERT INTO boson_run (job_id, task, queue, attempt"
+ACK_MARKER = "UPDATE boson_job j SET state = 'completed'"
+
+
+@pytest.mark.parametrize("statistics", ["never analyzed", "analyzed while empty"])
+def test_the_claim_of_every_queue_keeps_one_generic_plan_that_walks_the_claim_index(live_clock, statistics):
+    """Planning the claim on every call cost the server as much as running a claim of ten,
+    so the worker's claim of every queue keeps its generic plan for the connection's life.
+    That plan is made at the worker's first claim, often against an empty queue, and must
+    still walk the claim index and find the claimed jobs by key once jobs pile up -- here
+    behind 600 jobs of a busier queue with a higher priority."""
+    with connection.cursor() as cursor:
+        cursor.execute("ALTER TABLE boson_job SET (autovacuum_enabled = false)")
+        if statistics == "analyzed while empty":
+            cursor.execute("ANALYZE boson_job")
+            cursor.execute("ANALYZE boson_run")
+    _db.dedicate(connection)  # as the worker loop's connection: the settings hold for the session
+    try:
+        assert services.admit("w1", [], 10) == []  # the plan is made now, against no job
+        services.enqueue([envelope(NOOP, queue="busy", priority=5) for _ in range(600)])
+        services.enqueue([envelope(NOOP, queue="fresh") for _ in range(600)])
+        claimed = [u.lease.job_id for _ in range(8) for u in services.admit("w1", [], 10)]
+
+        expected = Job.objects.filter(queue="busy").order_by("run_at", "id").values_list("id", flat=True)[:80]
+        assert claimed == list(expected)  # claim order held
+        name, generic, custom = _prepared(CLAIM_MARKER)
+        assert (generic, custom) == (9, 0)
+        with connection.cursor() as cursor:
+            cursor.execute(f"EXPLAIN EXECUTE {name}(10, 'w1', NULL, 'w1')")
+            text = "\n".join(row[0] for row in cursor.fetchall())
+    finally:
+        _db.undedicate(connection)
+        with connection.cursor() as cursor:
+            cursor.execute("ALTER TABLE boson_job RESET (autovacuum_enabled)")
+    assert "Index Scan using boson_job_claim on boson_job j" in text, text
+    assert "Sort" not in text and "Join Filter" not in text, text
+    assert "Index Cond: ((id)::text = ANY" in text, text  # the claimed jobs, by key
+
+
+def test_a_claim_of_named_queues_is_planned_for_its_call():
+    """Its generic plan would walk the claim index past every other queue's jobs."""
+    assert "plan_cache_mode = force_generic_plan" not in claim_pg.planner(1)
+    assert set(claim_pg._PLANNER) < set(claim_pg.planner(0))
+
+
+def test_the_ack_flushs_plan_finds_each_job_and_run_by_key_when_planned_against_no_runs(live_clock):
+    """The ack flush's prepared statement switches to a generic plan after a few calls and
+    keeps it until the next ANALYZE. Made while the run table looked empty, it read the
+    whole run table on each flush (a drain at concurrency 10 slowed fourfold as runs
+    piled up); it must find the jobs and their runs by key."""
+    services.enqueue([envelope(NOOP, queue="acks") for _ in range(300)])
+    with connection.cursor() as cursor:
+        cursor.execute("ALTER TABLE boson_run SET (autovacuum_enabled = false)")
+        cursor.execute("ANALYZE boson_run")  # the statistics: no run at all
+        cursor.execute("ANALYZE boson_job")
+    _db.dedicate(connection)  # as the ack thread's connection
+    try:
+        for _ in range(8):
+            units = services.admit("w1", ["acks"], 10)
+            replies = services.ack_many([AckRequest(u.lease, Outcome.SUCCESS) for u in units])
+            assert [r.state for r in replies] == ["completed"] * 10
+        name, generic, _ = _prepared(ACK_MARKER)
+        assert generic > 0  # what is EXPLAINed below is the plan the flushes run
+        units = services.admit("w1", ["acks"], 10)
+        ids = ",".join(f"'{u.lease.job_id}'" for u in units)
+        fences = ",".join(str(u.lease.fence) for u in units)
+        nulls = ",".join(["NULL"] * len(units))
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"EXPLAIN EXECUTE {name}(ARRAY[{ids}]::text[], ARRAY[{fences}]::bigint[], ARRAY[{nulls}]::text[], 1000, 0)"
+            )
+            text = "\n".join(row[0] for row in cursor.fetchall())
+    finally:
+        _db.undedicate(connection)
+        with connection.cursor() as cursor:
+            cursor.execute("ALTER TABLE boson_run RESET (autovacuum_enabled)")
+    assert "Seq Scan on boson_run" not in text and "Seq Scan on boson_job" not in text, text
+    assert "Index Scan using boson_run_pkey on boson_run r_1" in text and "Index Cond: (id = ANY" in text, text
+    assert "Index Cond: ((id)::text = ANY" in text, text  # the completed jobs, by key
+    assert "JIT:" not in text, text
