@@ -94,7 +94,8 @@ def running_result(unit: Any, worker_id: str, backend_alias: str) -> Any | None:
     if not unit.first_run or unit.enqueued_at is None:
         return None
     env = unit.envelope
-    return TaskResult(
+    return _made(
+        TaskResult,
         task=registry.get(env.task) or _placeholder(env.task), id=env.id, status=TaskResultStatus.RUNNING,
         enqueued_at=unit.enqueued_at, started_at=unit.started_at, finished_at=None,
         last_attempted_at=unit.attempted_at, args=env.args, kwargs=env.kwargs, backend=backend_alias,
@@ -113,15 +114,43 @@ def _evolved(result: Any, **changes: Any) -> Any:
     """A copy of a TaskResult with ``changes``. Not ``dataclasses.replace``: that runs
     ``__init__`` and so normalises the arguments' JSON again, which a started result's
     already are (measured: 12.5 us against 3 us, once per job)."""
-    cls = type(result)
-    names = _FIELDS.get(cls) or _FIELDS.setdefault(cls, tuple(f.name for f in dataclasses.fields(cls)))
-    copy = object.__new__(cls)
-    for name in names:
+    copy = object.__new__(type(result))
+    for name in _fields(type(result)):
         _set(copy, name, changes[name] if name in changes else getattr(result, name))
     return copy
 
 
+def _made(cls: type, **values: Any) -> Any:
+    """A TaskResult of arguments read back from the store: their JSON is already what
+    ``__post_init__`` would normalise it to, so ``__init__`` is skipped (4.3 against
+    1.7 us with no arguments, 9.1 against 1.6 us with a few, once per admitted job).
+    Fields not given keep their defaults."""
+    made: Any = object.__new__(cls)
+    defaults = _defaults(cls)
+    for name in _fields(cls):
+        _set(made, name, values[name] if name in values else defaults[name])
+    return made
+
+
+def _fields(cls: type) -> tuple[str, ...]:
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    return names
+
+
+def _defaults(cls: type) -> dict[str, Any]:
+    defaults = _DEFAULTS.get(cls)
+    if defaults is None:
+        fields = dataclasses.fields(cls)
+        defaults = _DEFAULTS[cls] = {f.name: f.default for f in fields if f.default is not dataclasses.MISSING}
+    return defaults
+
+
 _FIELDS: dict[type, tuple[str, ...]] = {}
+_DEFAULTS: dict[type, dict[str, Any]] = {}
+
+
 _set = object.__setattr__
 
 

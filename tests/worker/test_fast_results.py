@@ -23,6 +23,7 @@ def test_first_run_results_equal_the_stored_ones(store_clock):
     assert unit.first_run
     started = running_result(unit, "w1", "default")
     _same(started, build_result(unit.lease.job_id, "default", using="default"))
+    assert started == build_result(unit.lease.job_id, "default", using="default")  # every field, defaults too
     store_clock.advance(5)
     (reply,) = services.ack_many([AckRequest(unit.lease, Outcome.SUCCESS, result=5)])
     finished = completed_result(started, reply.at, 5)
