@@ -13,7 +13,9 @@ with one worker process (each system's default and its best configuration, bound
 idle worker) where the system wakes on NOTIFY. Boson only: admission time per batch at
 10,000 vs 1,000,000 queued jobs, 4 worker processes vs 1 (at concurrency 256 and at the
 default), worker RSS at concurrency 32, SQLite drain with one worker. Results: a table on
-stdout and bench/results/<stamp>.json.
+stdout and bench/results/<stamp>.json. The systems take turns: every system's first rep,
+then every system's second, and so on, so that the host's drift from minute to minute
+falls on all of them alike.
 
 With ``--quick`` the exit status is 1 when any system could not be installed, its driver
 failed, or a measurement came back empty (CI runs it so that no driver can rot); a peer
@@ -136,6 +138,24 @@ def med(values: list[float] | None) -> float | None:
     return statistics.median(values) if values else None
 
 
+def merged(before: dict | None, rep: dict) -> dict:
+    """One system's results over its reps so far: each rate list grows by the rep's; the
+    wake-up percentiles are the medians of the reps' (each rep times its own wake-ups)."""
+    if before is None:
+        return {**rep, "wakeups": [rep["wakeup"]] if rep.get("wakeup") else []}
+    out = dict(before)
+    for key, value in rep.items():
+        if isinstance(value, list):
+            out[key] = before.get(key, []) + value
+    out["seconds"] = round(before.get("seconds", 0) + rep.get("seconds", 0), 1)
+    if rep.get("wakeup"):
+        out["wakeups"] = before.get("wakeups", []) + [rep["wakeup"]]
+        reps = out["wakeups"]
+        out["wakeup"] = {**reps[0], "n": sum(w.get("n", 0) for w in reps),
+                         "p50_ms": med([w["p50_ms"] for w in reps]), "p95_ms": med([w["p95_ms"] for w in reps])}
+    return out
+
+
 def summary(result: dict) -> dict:
     drains = {k: med(result.get(k)) for k in DRAIN_KEYS if result.get(k)}
     best = max(drains, key=lambda k: drains[k]) if drains else None  # type: ignore[arg-type,return-value]
@@ -230,6 +250,7 @@ def main() -> None:
     raw: dict[str, dict] = {}
     errors: dict[str, str] = {}  # name -> why: a failure, or "skipped (...)" (no Python >= 3.12)
     only = a.only.split(",")
+    ready: dict[str, str] = {}
     for name in only:
         if name not in SYSTEMS:
             errors[name] = f"unknown system (known: {', '.join(SYSTEMS)})"
@@ -241,16 +262,28 @@ def main() -> None:
             errors[name] = f"skipped ({why})" if skipped else why
             print(f"[bench] {name}: {'skipped' if skipped else 'FAILED'} ({why})", flush=True)
             continue
-        args = ["peers", *sizes, "--reps", str(reps)] + ([] if a.quick else small.get(name, []))
-        print(f"[bench] {name}: running ...", flush=True)
-        result = run_driver(name, exe, args, timeout=600)
-        if "error" in result:
-            errors[name] = result["error"]
-            print(f"[bench] {name}: FAILED {result['error']}", flush=True)
+        ready[name] = exe
+    # Round-robin: every system's first rep, then every system's second, ... The host's
+    # speed drifts from minute to minute; measured in one block each, two systems a few
+    # minutes apart carried that drift into their ratio (pgqueuer's best drain 14,342 to
+    # 17,666 jobs/s within one run, 9,393 to 10,460 in the next).
+    for rep in range(reps):
+        for name, exe in ready.items():
+            if name in errors:
+                continue
+            args = ["peers", *sizes, "--reps", "1"] + ([] if a.quick else small.get(name, []))
+            print(f"[bench] {name}: running (rep {rep + 1} of {reps}) ...", flush=True)
+            result = run_driver(name, exe, args, timeout=600)
+            if "error" in result:
+                errors[name] = result["error"]
+                print(f"[bench] {name}: FAILED {result['error']}", flush=True)
+                continue
+            raw[name] = merged(raw.get(name), result)
+            print(f"[bench] {name}: {json.dumps(summary(result))} ({result['seconds']}s)", flush=True)
+    for name in ready:
+        if name in errors:
             continue
-        raw[name] = result
-        summaries[name] = summary(result)
-        print(f"[bench] {name}: {json.dumps(summaries[name])} ({result['seconds']}s)", flush=True)
+        summaries[name] = summary(raw[name])
         missing = empty({k: v for k, v in summaries[name].items() if k not in ("drain_best_config", "wake_polling")})
         if missing:
             errors[name] = "no numbers for " + ", ".join(missing)

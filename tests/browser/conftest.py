@@ -143,11 +143,10 @@ class Browser:
 
     def click_and_wait(self, element: Any) -> None:
         """Click something that submits or navigates; wait until the old page is gone."""
-        from selenium.webdriver.support import expected_conditions as ec
         from selenium.webdriver.support.ui import WebDriverWait
 
         element.click()
-        WebDriverWait(self.driver, WAIT_S).until(ec.staleness_of(element))
+        WebDriverWait(self.driver, WAIT_S).until(lambda _driver: gone(element))
         self.loaded()
 
     def login(self, username: str, password: str) -> None:
@@ -160,6 +159,23 @@ class Browser:
         self.driver.find_element(By.ID, "id_password").send_keys(password)
         self.click_and_wait(self.driver.find_element(By.CSS_SELECTOR, "#login-form input[type=submit], #login-form button[type=submit]"))
         self.wait_for("#user-tools")
+
+
+def gone(element: Any) -> bool:
+    """Whether ``element`` no longer belongs to the page shown. Asked while the next page
+    loads, ChromeDriver sometimes answers "Node with given id does not belong to the
+    document" (an unknown error) instead of a stale reference: that is gone too."""
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
+
+    try:
+        element.is_enabled()
+    except StaleElementReferenceException:
+        return True
+    except WebDriverException as exc:
+        if "does not belong to the document" in str(exc):
+            return True
+        raise
+    return False
 
 
 @pytest.fixture
