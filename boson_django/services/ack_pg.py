@@ -21,6 +21,16 @@ from typing import Any
 from boson_django import clock
 from boson_django.services import _db, throughput
 
+#: Sequential scans off, so a plan made while the run table looked empty (a new store,
+#: or statistics older than the runs since: a prepared statement's generic plan outlives
+#: them) still finds each run by its job: with them on, that plan read the whole run
+#: table twice per flush, and a drain at concurrency 10 fell from ~3,000 to ~500 jobs/s
+#: over 20,000 jobs as the runs piled up. The jobs and runs written are named by key
+#: (``id = ANY(ARRAY(...))``), so no join order depends on the statistics. JIT off for
+#: the same reason as the claim's (``claim_pg._PLANNER``): the disabled scans' cost
+#: penalty is above ``jit_above_cost``.
+_PLANNER = ("enable_seqscan = off", "jit = off")
+
 #: The wait bucket is ``throughput.wait_bucket``'s exact floor(log2(wait_ms + 1)): wait_ms
 #: from the exact interval, the float log2 estimate corrected against powers of two.
 #: Every join here is written as a LATERAL lookup by key, so the plan does not depend on
@@ -30,16 +40,6 @@ from boson_django.services import _db, throughput
 #: into it): with ``state = 'running'`` beside the key the planner took the partial
 #: index of running jobs and filtered all of them for each ack (29 ms for 256 acks with
 #: 256 running, against the primary key's 3 ms, measured).
-#: Sequential scans off, so a plan made while the run table looked empty (a new store,
-#: or statistics older than the runs since: a prepared statement's generic plan outlives
-#: them) still finds each run by its job: with them on, that plan read the whole run
-#: table twice per flush, and a drain at concurrency 10 fell from ~2,000 to ~500 jobs/s
-#: over 20,000 jobs as the runs piled up. The jobs and runs written are named by key
-#: (``id = ANY(ARRAY(...))``), so no join order depends on the statistics. JIT off for
-#: the same reason as the claim's (``claim_pg._PLANNER``): the disabled scans' cost
-#: penalty is above ``jit_above_cost``.
-_PLANNER = ("enable_seqscan = off", "jit = off")
-
 _COMPLETE = """
 WITH clk AS ({now}),
 locked AS MATERIALIZED (
