@@ -181,10 +181,12 @@ def scale(args: argparse.Namespace) -> dict:
         out[f"admit_ms_{queued}"] = [admission_ms(30, 100) for _ in range(args.reps)]
     truncate()
     for key, concurrency in (("", args.concurrency), ("_default", default_concurrency())):
-        out[f"drain_1proc{key}"] = [drain(args.n, concurrency, 1, window_s=args.window)["jobs_per_s"]
-                                    for _ in range(args.reps)]
-        out[f"drain_4proc{key}"] = [drain(args.n * 2, concurrency, 4, window_s=args.window)["jobs_per_s"]
-                                    for _ in range(args.reps)]
+        one: list[float] = []
+        four: list[float] = []
+        for _ in range(args.reps):  # in turns, so that the host's drift falls on both alike
+            one.append(drain(args.n, concurrency, 1, window_s=args.window)["jobs_per_s"])
+            four.append(drain(args.n * 2, concurrency, 4, window_s=args.window)["jobs_per_s"])
+        out[f"drain_1proc{key}"], out[f"drain_4proc{key}"] = one, four
     out["rss_mb_c32"] = drain(args.n, 32, 1, window_s=args.window)["rss_mb"]
     long = long_drain(args.long, args.concurrency)
     out["long_first_fifth"], out["long_last_fifth"] = long["first_fifth"], long["last_fifth"]
