@@ -141,16 +141,13 @@ def med(values: list[float] | None) -> float | None:
 def merged(before: dict | None, rep: dict) -> dict:
     """One system's results over its reps so far: each rate list grows by the rep's; the
     wake-up percentiles are the medians of the reps' (each rep times its own wake-ups)."""
-    if before is None:
-        return {**rep, "wakeups": [rep["wakeup"]] if rep.get("wakeup") else []}
-    out = dict(before)
+    out = dict(before or {})
     for key, value in rep.items():
         if isinstance(value, list):
-            out[key] = before.get(key, []) + value
-    out["seconds"] = round(before.get("seconds", 0) + rep.get("seconds", 0), 1)
+            out[key] = out.get(key, []) + value
+    out["seconds"] = round(out.get("seconds", 0) + rep.get("seconds", 0), 1)
     if rep.get("wakeup"):
-        out["wakeups"] = before.get("wakeups", []) + [rep["wakeup"]]
-        reps = out["wakeups"]
+        reps = out["wakeups"] = out.get("wakeups", []) + [rep["wakeup"]]
         out["wakeup"] = {**reps[0], "n": sum(w.get("n", 0) for w in reps),
                          "p50_ms": med([w["p50_ms"] for w in reps]), "p95_ms": med([w["p95_ms"] for w in reps])}
     return out
