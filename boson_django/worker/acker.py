@@ -41,6 +41,7 @@ class Acker:
         self._done: queue.SimpleQueue[tuple[Batch, BaseException | None]] = queue.SimpleQueue()
         self._busy = False
         self._thread: threading.Thread | None = None
+        self._returned: list[Attempt] = []
 
     @property
     def busy(self) -> bool:
@@ -56,6 +57,7 @@ class Acker:
                 complete(batch, self.using)
             except BaseException:
                 self._hand_back(batch)
+                self._returned += [attempt for attempt, _ in batch]
                 raise
             self._done.put((batch, None))
             return
@@ -78,8 +80,16 @@ class Acker:
                 acked += [attempt for attempt, _ in batch]
             elif isinstance(error, (DatabaseError, InterfaceError)):
                 log.warning("boson: flushing %d acks failed; they are retried", len(batch), exc_info=error)
+                self._returned += [attempt for attempt, _ in batch]
             else:
+                self._returned += [attempt for attempt, _ in batch]
                 raise error
+
+    def handed_back(self) -> list[Attempt]:
+        """The attempts of flushes that failed, unsettled, since the last call: the loop
+        acks them again."""
+        returned, self._returned = self._returned, []
+        return returned
 
     def _hand_back(self, batch: Batch) -> None:
         self._busy = False

@@ -16,6 +16,7 @@ import logging
 import os
 import secrets
 import socket
+from collections import deque
 from dataclasses import dataclass, field
 
 from django.db import DatabaseError, InterfaceError, connections
@@ -103,6 +104,9 @@ class Worker:
         self.backoff = Backoff(s.RECONNECT_MAX_MS)
         self.acker = Acker(self.using, inline=connections[self.using].vendor != "postgresql", on_flushed=self.waker.set)
         self.running: dict[str, Attempt] = {}
+        #: Attempts whose handler returned and that wait for their ack: appended by the
+        #: thread that ran them, so a tick reads only these, never every running one.
+        self.finished: deque[Attempt] = deque()
         #: The running attempts whose job has a ``timeout_ms`` (the only ones a tick checks).
         self.timed: dict[str, Attempt] = {}
         self.admitted = 0
@@ -205,24 +209,48 @@ class Worker:
     def _finished(self, attempt: Attempt) -> bool:
         return attempt.future is not None and attempt.future.done()
 
+    def _on_done(self, attempt: Attempt) -> None:
+        """A handler returned (called on its thread). The loop is woken only if it has an
+        ack to send now: while a flush is in flight, its end wakes the loop, which then
+        takes every attempt finished meanwhile -- a wake per job would be a tick per job
+        with nothing to do. Safe without a lock: ``busy`` is read after the attempt is
+        queued, and the loop clears ``busy`` before it reads the queue, so either the loop
+        sees this attempt or this reads ``busy`` false and wakes it. SQLite's acks are
+        inline (``busy`` only inside the loop's own flush): always woken there."""
+        self.finished.append(attempt)
+        if self.acker.inline or not self.acker.busy:
+            self.waker.set()
+
     def _collect(self) -> None:
         """Ack every attempt that finished: one flush for all of them (the acker); an
         attempt with in-ack effects gets its own transaction. Removed from ``running`` once
-        acked, so a database error leaves them to be acked again."""
+        acked; a flush that failed on the database hands its attempts back to be acked again."""
         self._forget(self.acker.flushed())
-        if self.acker.busy:  # they join the next flush
+        self.finished.extend(self.acker.handed_back())
+        if self.acker.busy or not self.finished:  # they join the next flush
             return
         batch = []
-        for attempt in [a for a in self.running.values() if self._finished(a)]:
+        taken = self._take_finished()
+        for i, attempt in enumerate(taken):
             finish = finish_of(attempt.future, attempt)  # type: ignore[arg-type]
             if getattr(attempt, "effects", None) and finish.outcome is Outcome.SUCCESS:
-                deliver(attempt, finish)
+                try:
+                    deliver(attempt, finish)
+                except BaseException:  # the database: this one and the rest are acked again
+                    self.finished.extendleft(reversed([a for a, _ in batch] + taken[i:]))
+                    raise
                 self._let_go(attempt)
             else:
                 batch.append((attempt, finish))
         if batch:
             self.acker.submit(batch)
             self._forget(self.acker.flushed())
+
+    def _take_finished(self) -> list[Attempt]:
+        taken = []
+        while self.finished:
+            taken.append(self.finished.popleft())
+        return taken
 
     def _forget(self, acked: list[Attempt]) -> None:
         for attempt in acked:
@@ -252,7 +280,7 @@ class Worker:
         for unit in units:
             attempt = Attempt(unit, self.worker_id, self.using)
             self._hold(attempt)
-            executor.submit(attempt, lambda _f: self.waker.set())
+            executor.submit(attempt, lambda _f, attempt=attempt: self._on_done(attempt))
         self.admitted += len(units)
         return free, len(units)
 
