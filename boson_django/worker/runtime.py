@@ -12,6 +12,7 @@ and a lease that lapsed meanwhile is reclaimed by a sweep, so no job is ever los
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import secrets
@@ -32,7 +33,7 @@ from boson_django.worker.delivery import deliver
 from boson_django.worker.executor import Executor, finish_of
 from boson_django.worker.heartbeat import Heartbeat
 from boson_django.worker.notify import ANY_QUEUE, Listener, Waker, enabled, send
-from boson_django.worker.outcomes import TaskTimeout, timed_out
+from boson_django.worker.outcomes import Finish, TaskTimeout, timed_out
 from boson_django.worker.shutdown import Shutdown
 from boson_django.worker.sweeper import Sweeper
 
@@ -209,7 +210,7 @@ class Worker:
     def _finished(self, attempt: Attempt) -> bool:
         return attempt.future is not None and attempt.future.done()
 
-    def _on_done(self, attempt: Attempt) -> None:
+    def _on_done(self, attempt: Attempt, _future: object = None) -> None:
         """A handler returned (called on its thread). The loop is woken only if it has an
         ack to send now: while a flush is in flight, its end wakes the loop, which then
         takes every attempt finished meanwhile -- a wake per job would be a tick per job
@@ -229,7 +230,7 @@ class Worker:
         self.finished.extend(self.acker.handed_back())
         if self.acker.busy or not self.finished:  # they join the next flush
             return
-        batch = []
+        batch: list[tuple[Attempt, Finish]] = []
         taken = self._take_finished()
         for i, attempt in enumerate(taken):
             finish = finish_of(attempt.future, attempt)  # type: ignore[arg-type]
@@ -280,7 +281,7 @@ class Worker:
         for unit in units:
             attempt = Attempt(unit, self.worker_id, self.using)
             self._hold(attempt)
-            executor.submit(attempt, lambda _f, attempt=attempt: self._on_done(attempt))
+            executor.submit(attempt, functools.partial(self._on_done, attempt))
         self.admitted += len(units)
         return free, len(units)
 
