@@ -25,17 +25,24 @@ MAX_LINE_CHARS = 4_000
 
 
 class Buffer:
-    """The lines of one attempt: the newest ``MAX_LOG_LINES`` kept."""
+    """The lines of one attempt: the newest ``MAX_LOG_LINES`` kept. The deque is made at
+    the first line: most attempts log nothing, and one is made per attempt."""
+
+    __slots__ = ("lines", "seen")
 
     def __init__(self) -> None:
-        self.lines: deque[str] = deque(maxlen=MAX_LOG_LINES)
+        self.lines: deque[str] | None = None
         self.seen = 0
 
     def add(self, line: str) -> None:
+        if self.lines is None:
+            self.lines = deque(maxlen=MAX_LOG_LINES)
         self.seen += 1
         self.lines.append(line[:MAX_LINE_CHARS])
 
     def collect(self) -> list[str]:
+        if self.lines is None:
+            return []
         kept = list(self.lines)
         dropped = self.seen - len(kept)
         return ([f"[{dropped} earlier log lines dropped]"] if dropped else []) + kept

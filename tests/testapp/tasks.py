@@ -131,3 +131,18 @@ def returns_set(x: int) -> set:
 def stamp(folder: str, n: int) -> None:
     """Writes the wall time it started at (bench/wakeup_latency.py)."""
     (pathlib.Path(folder) / f"start-{n}").write_text(repr(time.time()))
+
+
+#: The connection wrapper each ``reads_store`` job used (its pool thread's own).
+SEEN_CONNECTIONS: list = []
+
+
+@task
+def reads_store() -> int:
+    """Touches the database from the handler's thread and records that thread's connection."""
+    from django.db import connections
+
+    from boson_django.models import Job
+
+    SEEN_CONNECTIONS.append(connections["default"])
+    return Job.objects.count()
