@@ -14,9 +14,8 @@ from __future__ import annotations
 import functools
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from boson_django import clock
 from boson_django.services import _db, throughput
@@ -44,7 +43,9 @@ _COMPLETE = """
 WITH clk AS ({now}),
 locked AS MATERIALIZED (
   SELECT x.id, req.result
-  FROM (SELECT * FROM unnest(%s::text[], %s::bigint[], %s::text[]) AS r(id, fence, result) ORDER BY 1) AS req
+  FROM (
+    SELECT a->>0 AS id, (a->>1)::bigint AS fence, a->>2 AS result FROM jsonb_array_elements(%s::jsonb) AS a ORDER BY 1
+  ) AS req
   CROSS JOIN LATERAL (
     SELECT j.id, j.fence, j.state, j.lease_expires_at, j.retention_ms FROM boson_job j
     WHERE j.id = req.id LIMIT 1 FOR UPDATE
@@ -99,8 +100,7 @@ FROM clk LEFT JOIN done ON TRUE
 """
 
 
-@dataclass(frozen=True)
-class Completed:
+class Completed(NamedTuple):
     """A job the statement completed (what transitions and replies need of it)."""
 
     id: str
@@ -114,11 +114,13 @@ def complete(
     connection: Any, acks: Sequence[tuple[str, int, str | None]], retention_ms: int
 ) -> tuple[dict[str, Completed], datetime]:
     """Complete ``(job_id, fence, result JSON or None)`` leases that still hold; returns the
-    completed jobs by id and the store time. Leases that no longer hold are left out."""
-    ids, fences, results = zip(*acks)
+    completed jobs by id and the store time. Leases that no longer hold are left out.
+
+    The acks go as one JSON array rather than three arrays: psycopg dumps a list
+    parameter element by element in Python (~1 us each, three per ack), the JSON encoder
+    the whole batch in C."""
     rows = _db.one_statement(
-        connection, _sql(), [list(ids), list(fences), list(results), retention_ms, random.randrange(throughput.SHARDS)],
-        planner=_PLANNER,
+        connection, _sql(), [_db.to_json(acks), retention_ms, random.randrange(throughput.SHARDS)], planner=_PLANNER,
     )
     done = {
         row["id"]: Completed(row["id"], row["task"], row["queue"], row["fence"], _db.dt_value(row["attempted_at"]))

@@ -19,6 +19,8 @@ its own pipelined transaction with its planner settings, as a worker calls it).
 
 from __future__ import annotations
 
+import json
+
 import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -667,7 +669,7 @@ def _ack_plan(leases: Sequence[LeaseRef]) -> str:
     """EXPLAIN of the plain-success ack statement for ``leases``."""
     from boson_django.services import ack_pg
 
-    params = [[lease.job_id for lease in leases], [lease.fence for lease in leases], [None] * len(leases), 1000, 0]
+    params = [json.dumps([[lease.job_id, lease.fence, None] for lease in leases]), 1000, 0]
     with connection.cursor() as cursor:
         cursor.execute("EXPLAIN " + ack_pg._sql(), params)
         return "\n".join(row[0] for row in cursor.fetchall())

@@ -15,6 +15,8 @@ which index the planner would walk.
 
 from __future__ import annotations
 
+import json
+
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 
@@ -285,19 +287,15 @@ def test_the_ack_flushs_plan_finds_each_job_and_run_by_key_when_planned_against_
         name, generic, _ = _prepared(ACK_MARKER)
         assert generic > 0  # what is EXPLAINed below is the plan the flushes run
         units = services.admit("w1", ["acks"], 10)
-        ids = ",".join(f"'{u.lease.job_id}'" for u in units)
-        fences = ",".join(str(u.lease.fence) for u in units)
-        nulls = ",".join(["NULL"] * len(units))
+        acks = json.dumps([[u.lease.job_id, u.lease.fence, None] for u in units])
         with connection.cursor() as cursor:
-            cursor.execute(
-                f"EXPLAIN EXECUTE {name}(ARRAY[{ids}]::text[], ARRAY[{fences}]::bigint[], ARRAY[{nulls}]::text[], 1000, 0)"
-            )
+            cursor.execute(f"EXPLAIN EXECUTE {name}(%s::jsonb, 1000, 0)", [acks])
             text = "\n".join(row[0] for row in cursor.fetchall())
     finally:
         _db.undedicate(connection)
         with connection.cursor() as cursor:
             cursor.execute("ALTER TABLE boson_run RESET (autovacuum_enabled)")
     assert "Seq Scan on boson_run" not in text and "Seq Scan on boson_job" not in text, text
-    assert "Index Scan using boson_run_pkey on boson_run r_1" in text and "Index Cond: (id = ANY" in text, text
+    assert "Index Scan using boson_run_pkey on boson_run r " in text and "Index Cond: (id = ANY" in text, text
     assert "Index Cond: ((id)::text = ANY" in text, text  # the completed jobs, by key
     assert "JIT:" not in text, text
