@@ -166,8 +166,11 @@ def send(signal: Signal, result: Any) -> None:
     if known is None or known[0] != listed:
         known = _RECEIVERS[key] = (listed, _receiver_refs(signal, sender))
     refs = known[1]
-    receivers = [ref() for ref in refs] if refs is not None else [None]
-    if None in receivers:
+    if refs is None:
+        signal.send(sender, task_result=result)
+        return
+    receivers = [ref() for ref in refs]
+    if None in receivers:  # one died: the signal drops it, and this resolves again next time
         _RECEIVERS.pop(key, None)
         signal.send(sender, task_result=result)
         return

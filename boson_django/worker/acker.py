@@ -57,7 +57,6 @@ class Acker:
                 complete(batch, self.using)
             except BaseException:
                 self._hand_back(batch)
-                self._returned += [attempt for attempt, _ in batch]
                 raise
             self._done.put((batch, None))
             return
@@ -75,15 +74,14 @@ class Acker:
                 batch, error = self._done.get_nowait()
             except queue.Empty:
                 return acked
-            self._hand_back(batch)
             if error is None:
+                self._ended(batch)
                 acked += [attempt for attempt, _ in batch]
-            elif isinstance(error, (DatabaseError, InterfaceError)):
-                log.warning("boson: flushing %d acks failed; they are retried", len(batch), exc_info=error)
-                self._returned += [attempt for attempt, _ in batch]
-            else:
-                self._returned += [attempt for attempt, _ in batch]
+                continue
+            self._hand_back(batch)
+            if not isinstance(error, (DatabaseError, InterfaceError)):
                 raise error
+            log.warning("boson: flushing %d acks failed; they are retried", len(batch), exc_info=error)
 
     def handed_back(self) -> list[Attempt]:
         """The attempts of flushes that failed, unsettled, since the last call: the loop
@@ -91,10 +89,14 @@ class Acker:
         returned, self._returned = self._returned, []
         return returned
 
-    def _hand_back(self, batch: Batch) -> None:
+    def _ended(self, batch: Batch) -> None:
         self._busy = False
         for attempt, _ in batch:
             attempt.acking = False
+
+    def _hand_back(self, batch: Batch) -> None:
+        self._ended(batch)
+        self._returned += [attempt for attempt, _ in batch]
 
     def stop(self, timeout_s: float) -> None:
         """Let the flush in flight end (within ``timeout_s``), then end the thread."""

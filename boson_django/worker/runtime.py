@@ -248,6 +248,7 @@ class Worker:
             self._forget(self.acker.flushed())
 
     def _take_finished(self) -> list[Attempt]:
+        """Empty the queue one by one: handler threads may append to it meanwhile."""
         taken = []
         while self.finished:
             taken.append(self.finished.popleft())

@@ -20,7 +20,6 @@ its own pipelined transaction with its planner settings, as a worker calls it).
 from __future__ import annotations
 
 import json
-
 import re
 from collections import Counter
 from collections.abc import Iterator, Sequence

@@ -16,7 +16,6 @@ which index the planner would walk.
 from __future__ import annotations
 
 import json
-
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 
