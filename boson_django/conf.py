@@ -34,6 +34,7 @@ DEFAULTS: dict[str, Any] = {
     "PREPARED_STATEMENTS": True,
     "RECONNECT_MAX_MS": 30_000,
     "LOG_CAPTURE_LEVEL": 20,
+    "GC_THRESHOLD": 10_000,
     "EMBEDDED_WORKER": False,
     "SCHEDULES": {},
 }
@@ -66,6 +67,10 @@ DOCS: dict[str, str] = {
     ),
     "RECONNECT_MAX_MS": "Longest wait between reconnect attempts after a database error.",
     "LOG_CAPTURE_LEVEL": "Lowest logging level captured into a job's attempt record.",
+    "GC_THRESHOLD": (
+        "The garbage collector's first-generation threshold while a worker runs in the process (Python's default is "
+        "700, which turns each claim batch's allocations into collections; see docs/workers.md). 0 leaves it alone."
+    ),
     "EMBEDDED_WORKER": "Start a worker thread inside the web process (see boson_django.worker.embedded).",
     "SCHEDULES": "Periodic jobs declared in settings: name -> {task, cron or every, timezone, missed, args, ...} (docs/schedules.md).",
 }
@@ -93,6 +98,7 @@ RULES: dict[str, tuple[type | tuple[type, ...], int | None]] = {
     "PREPARED_STATEMENTS": (bool, None),
     "RECONNECT_MAX_MS": (int, 1),
     "LOG_CAPTURE_LEVEL": (int, 0),
+    "GC_THRESHOLD": (int, 0),
     "EMBEDDED_WORKER": (bool, None),
     "SCHEDULES": (dict, None),
 }
@@ -121,6 +127,7 @@ class Settings:
     PREPARED_STATEMENTS: bool
     RECONNECT_MAX_MS: int
     LOG_CAPTURE_LEVEL: int
+    GC_THRESHOLD: int
     EMBEDDED_WORKER: bool
     SCHEDULES: dict[str, Any]
 

@@ -109,6 +109,7 @@ class Acker:
         _db.dedicate(connections[self.using])  # this thread's connection runs only the flushes
         while (batch := self._todo.get()) is not None:
             self._done.put((batch, self._flush(batch)))
+            batch = None  # waiting for the next flush, keep nothing of this one's jobs
             if self._on_flushed is not None:
                 self._on_flushed()
         connections[self.using].close()

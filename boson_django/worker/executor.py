@@ -200,13 +200,17 @@ class DaemonPool:
 
     def _serve(self) -> None:
         while (item := self.calls.get()) is not None:
-            fn, future = item
-            try:
-                value = fn()
-            except BaseException as exc:  # noqa: BLE001 -- delivered to the waiter
-                future.settle(error=exc)
-            else:
-                future.settle(value)
+            self._call(*item)
+            item = None  # a thread waiting for its next call keeps nothing of the last job
+
+    @staticmethod
+    def _call(fn: Callable[[], Any], future: JobFuture) -> None:
+        try:
+            value = fn()
+        except BaseException as exc:  # noqa: BLE001 -- delivered to the waiter
+            future.settle(error=exc)
+        else:
+            future.settle(value)
 
     def shutdown(self) -> None:
         for _ in self.threads:

@@ -25,7 +25,7 @@ from django.db import DatabaseError, InterfaceError, connections
 from boson_django import clock, conf, services
 from boson_django.errors import LeaseRejected
 from boson_django.services import _db
-from boson_django.worker import logcapture
+from boson_django.worker import gctuning, logcapture
 from boson_django.worker.acker import Acker
 from boson_django.worker.attempt import Attempt
 from boson_django.states import Outcome
@@ -141,7 +141,9 @@ class Worker:
             self.listener.start()
         log.info("boson: worker %s up (queues=%s, concurrency=%d, %s)", self.worker_id,
                  ",".join(self.options.queues) or "*", self.concurrency, "notify" if self.listener else "poll only")
-        return Executor(self.concurrency, "boson")
+        executor = Executor(self.concurrency, "boson")
+        gctuning.raise_threshold(conf.get().GC_THRESHOLD)  # last: _finish puts it back
+        return executor
 
     def _use_notify(self) -> bool:
         wanted = conf.get().NOTIFY if self.options.notify is None else self.options.notify
@@ -149,7 +151,7 @@ class Worker:
 
     def _finish(self, executor: Executor) -> None:
         for step in (self._stop_acker, self.sweeper.release, executor.shutdown, logcapture.uninstall,
-                     self.shutdown.uninstall, self._give_back_connection):
+                     gctuning.restore_threshold, self.shutdown.uninstall, self._give_back_connection):
             try:
                 step()
             except Exception:  # noqa: BLE001 -- best effort on the way out
@@ -268,6 +270,11 @@ class Worker:
         del self.running[attempt.job_id]
         self.heartbeat.drop(attempt)
         self.timed.pop(attempt.job_id, None)
+        # The future's done-callback names the attempt: a reference cycle that only the
+        # garbage collector could free, taking every object of the job with it (its
+        # unit, envelope, TaskResult, logs). Broken here, a job's objects go as soon as
+        # it is acked, and the collector has nothing to chase.
+        attempt.future = None
 
     def _admit(self, executor: Executor) -> tuple[int, int]:
         # An attempt keeps its slot until its ack lands: a job admitted into the slot of one

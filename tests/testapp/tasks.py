@@ -146,3 +146,11 @@ def reads_store() -> int:
 
     SEEN_CONNECTIONS.append(connections["default"])
     return Job.objects.count()
+
+
+@task
+def gc_threshold() -> int:
+    """The garbage collector's first threshold as the handler sees it."""
+    import gc
+
+    return gc.get_threshold()[0]

@@ -1,0 +1,78 @@
+"""What a job leaves behind: its objects go when it is acked, by reference counting,
+and the collector's first threshold is the worker's while it runs, then put back."""
+
+from __future__ import annotations
+
+import gc
+import threading
+
+from django.test import override_settings
+
+from boson_django.worker import gctuning
+from boson_django.worker.attempt import Attempt
+from tests.testapp import tasks
+from tests.worker.conftest import burst, state
+
+
+def _join_worker_threads() -> None:
+    for thread in threading.enumerate():
+        if thread.name.startswith(("boson-job", "boson-acker")):
+            thread.join(10)
+            assert not thread.is_alive(), f"{thread.name} did not end"
+
+
+def test_a_drained_jobs_objects_are_freed_without_the_collector(live_clock):
+    ids = [tasks.add.enqueue(i, 1).id for i in range(30)]
+    gc.collect()
+    gc.disable()
+    try:
+        burst("--concurrency", "8")
+        _join_worker_threads()
+        left = [o for o in gc.get_objects() if type(o) is Attempt]  # type(): lazy objects would load
+    finally:
+        gc.enable()
+    assert {state(i) for i in ids} == {"completed"}
+    assert left == []  # none kept alive by a reference cycle only the collector would break
+
+
+def test_the_worker_raises_the_first_threshold_while_it_runs_and_puts_it_back(live_clock):
+    found = gc.get_threshold()
+    gc.set_threshold(700, found[1], found[2])
+    try:
+        raised = tasks.gc_threshold.enqueue()
+        burst()
+        assert tasks.gc_threshold.get_result(raised.id).return_value == 10_000
+        assert gc.get_threshold() == (700, found[1], found[2])
+        with override_settings(BOSON={"GC_THRESHOLD": 0}):
+            left_alone = tasks.gc_threshold.enqueue()
+            burst()
+        assert tasks.gc_threshold.get_result(left_alone.id).return_value == 700
+    finally:
+        gc.set_threshold(*found)
+
+
+def test_the_last_worker_to_stop_puts_the_threshold_back():
+    found = gc.get_threshold()
+    gc.set_threshold(700, found[1], found[2])
+    try:
+        gctuning.raise_threshold(5_000)
+        gctuning.raise_threshold(9_000)  # a second worker: the first one's setting stands
+        assert gc.get_threshold()[0] == 5_000
+        gctuning.restore_threshold()
+        assert gc.get_threshold()[0] == 5_000  # one worker still runs
+        gctuning.restore_threshold()
+        assert gc.get_threshold() == (700, found[1], found[2])
+    finally:
+        gc.set_threshold(*found)
+
+
+def test_a_higher_threshold_already_set_is_kept():
+    found = gc.get_threshold()
+    gc.set_threshold(50_000, found[1], found[2])
+    try:
+        gctuning.raise_threshold(10_000)
+        assert gc.get_threshold()[0] == 50_000
+        gctuning.restore_threshold()
+        assert gc.get_threshold()[0] == 50_000
+    finally:
+        gc.set_threshold(*found)
