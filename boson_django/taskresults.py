@@ -116,36 +116,56 @@ def _evolved(result: Any, **changes: Any) -> Any:
     """A copy of a TaskResult with ``changes``. Not ``dataclasses.replace``: that runs
     ``__init__`` and so normalises the arguments' JSON again, which a started result's
     already are (measured: 12.5 us against 3 us, once per job)."""
-    copy = object.__new__(type(result))
-    for name, _ in _fields(type(result)):
-        _set(copy, name, changes[name] if name in changes else getattr(result, name))
-    return copy
+    return _builders(type(result))[1](result, **changes)
 
 
 def _made(cls: type, **values: Any) -> Any:
     """A TaskResult of arguments read back from the store: their JSON is already what
     ``__post_init__`` would normalise it to, so ``__init__`` is skipped (4.3 against
     1.7 us with no arguments, 9.1 against 1.6 us with a few, once per admitted job).
-    Fields not given keep their defaults."""
-    made: Any = object.__new__(cls)
-    for name, default in _fields(cls):
-        value = values.get(name, default)
-        if value is dataclasses.MISSING:
-            raise TypeError(f"{cls.__name__} needs {name!r}")
-        _set(made, name, value)
-    return made
+    Fields not given keep their defaults; one with no default is required."""
+    return _builders(cls)[0](**values)
 
 
-def _fields(cls: type) -> tuple[tuple[str, Any], ...]:
-    """The dataclass's fields as (name, default) pairs, ``MISSING`` where there is none."""
-    fields = _FIELDS.get(cls)
-    if fields is None:
-        fields = _FIELDS[cls] = tuple((f.name, f.default) for f in dataclasses.fields(cls))
-    return fields
+def _builders(cls: type) -> tuple[Any, Any]:
+    """The class's two builders, made once per class: ``make(**fields)`` and
+    ``evolve(result, **changes)``, each setting every field by name in one function body
+    -- what ``dataclasses`` does for ``__init__``, without ``__post_init__``. A loop over
+    the fields did the same in 5.3 and 5.7 us per result; these take 2.7."""
+    built = _BUILDERS.get(cls)
+    if built is None:
+        built = _BUILDERS[cls] = _compile_builders(cls)
+    return built
 
 
-_FIELDS: dict[type, tuple[tuple[str, Any], ...]] = {}
-_set = object.__setattr__
+def _compile_builders(cls: type) -> tuple[Any, Any]:
+    fields = [(f.name, f.default) for f in dataclasses.fields(cls)]
+    scope: dict[str, Any] = {"cls": cls, "new": object.__new__, "KEEP": _KEEP}
+    params, puts, keeps = [], [], []
+    for i, (name, default) in enumerate(fields):
+        if default is dataclasses.MISSING:
+            params.append(name)
+        else:
+            scope[f"d{i}"] = default
+            params.append(f"{name}=d{i}")
+        slot = cls.__dict__.get(name)  # a slotted class's field: its descriptor sets it directly
+        scope[f"s{i}"] = slot.__set__ if inspect.ismemberdescriptor(slot) else functools.partial(_set_attr, name=name)
+        puts.append(f"    s{i}(o, {name})\n")
+        keeps.append(f"    s{i}(o, r.{name} if {name} is KEEP else {name})\n")
+    source = (
+        f"def make(*, {', '.join(params)}):\n    o = new(cls)\n{''.join(puts)}    return o\n"
+        f"def evolve(r, *, {', '.join(f'{name}=KEEP' for name, _ in fields)}):\n    o = new(cls)\n{''.join(keeps)}    return o\n"
+    )
+    exec(source, scope)  # noqa: S102 -- field names of a dataclass, nothing from outside
+    return scope["make"], scope["evolve"]
+
+
+def _set_attr(obj: Any, value: Any, *, name: str) -> None:
+    object.__setattr__(obj, name, value)
+
+
+_BUILDERS: dict[type, tuple[Any, Any]] = {}
+_KEEP: Any = object()
 
 
 def send(signal: Signal, result: Any) -> None:
