@@ -49,3 +49,34 @@ def test_a_cancelled_then_retried_job_is_not_a_first_run(store_clock):
     services.retry(job_id)
     (unit,) = services.admit("w1", ["cx"], 1)
     assert not unit.first_run
+
+
+import dataclasses  # noqa: E402
+
+import pytest  # noqa: E402
+
+from boson_django.taskresults import _evolved, _made  # noqa: E402
+
+
+@dataclasses.dataclass(frozen=True)
+class _Plain:
+    a: int
+    b: list
+    c: str = "c"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Slotted:
+    a: int
+    b: list
+    c: str = "c"
+
+
+@pytest.mark.parametrize("cls", [_Plain, _Slotted])
+def test_results_are_built_field_by_field_as_init_would(cls):
+    made = _made(cls, a=1, b=[2])
+    assert made == cls(a=1, b=[2])
+    assert _evolved(made, c="d") == cls(a=1, b=[2], c="d")
+    assert _evolved(made, c="d").b is made.b  # fields not changed are carried over as they are
+    with pytest.raises(TypeError):
+        _made(cls, b=[2])  # a field with no default must be given
