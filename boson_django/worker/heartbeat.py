@@ -32,14 +32,14 @@ class Heartbeat:
         self.lengths: Counter[int] = Counter()
 
     def hold(self, attempt: Attempt) -> None:
-        if attempt.lease_ms:
-            self.lengths[attempt.lease_ms] += 1
+        if lease_ms := attempt.lease_ms:
+            self.lengths[lease_ms] += 1
 
     def drop(self, attempt: Attempt) -> None:
-        if attempt.lease_ms:
-            self.lengths[attempt.lease_ms] -= 1
-            if self.lengths[attempt.lease_ms] <= 0:
-                del self.lengths[attempt.lease_ms]
+        if lease_ms := attempt.lease_ms:
+            self.lengths[lease_ms] -= 1
+            if self.lengths[lease_ms] <= 0:
+                del self.lengths[lease_ms]
 
     def interval_s(self) -> float:
         shortest = min(self.lengths, default=None)
