@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 import threading
 
+import pytest
 from django.test import override_settings
 
 from boson_django.worker import gctuning
@@ -37,44 +38,43 @@ def test_a_drained_jobs_objects_are_freed_without_the_collector(live_clock):
     assert left == []  # none kept alive by a reference cycle only the collector would break
 
 
-def test_the_worker_raises_the_first_threshold_while_it_runs_and_puts_it_back(live_clock):
+@pytest.fixture
+def first_threshold():
+    """Sets the collector's first threshold for the test (the others kept); puts all
+    three back after it."""
     found = gc.get_threshold()
-    gc.set_threshold(700, found[1], found[2])
-    try:
-        raised = tasks.gc_threshold.enqueue()
+    yield lambda first: gc.set_threshold(first, *found[1:])
+    gc.set_threshold(*found)
+
+
+def test_the_worker_raises_the_first_threshold_while_it_runs_and_puts_it_back(live_clock, first_threshold):
+    first_threshold(700)
+    others = gc.get_threshold()[1:]
+    raised = tasks.gc_threshold.enqueue()
+    burst()
+    assert tasks.gc_threshold.get_result(raised.id).return_value == 10_000
+    assert gc.get_threshold() == (700, *others)
+    with override_settings(BOSON={"GC_THRESHOLD": 0}):
+        left_alone = tasks.gc_threshold.enqueue()
         burst()
-        assert tasks.gc_threshold.get_result(raised.id).return_value == 10_000
-        assert gc.get_threshold() == (700, found[1], found[2])
-        with override_settings(BOSON={"GC_THRESHOLD": 0}):
-            left_alone = tasks.gc_threshold.enqueue()
-            burst()
-        assert tasks.gc_threshold.get_result(left_alone.id).return_value == 700
-    finally:
-        gc.set_threshold(*found)
+    assert tasks.gc_threshold.get_result(left_alone.id).return_value == 700
 
 
-def test_the_last_worker_to_stop_puts_the_threshold_back():
-    found = gc.get_threshold()
-    gc.set_threshold(700, found[1], found[2])
-    try:
-        gctuning.raise_threshold(5_000)
-        gctuning.raise_threshold(9_000)  # a second worker: the first one's setting stands
-        assert gc.get_threshold()[0] == 5_000
-        gctuning.restore_threshold()
-        assert gc.get_threshold()[0] == 5_000  # one worker still runs
-        gctuning.restore_threshold()
-        assert gc.get_threshold() == (700, found[1], found[2])
-    finally:
-        gc.set_threshold(*found)
+def test_the_last_worker_to_stop_puts_the_threshold_back(first_threshold):
+    first_threshold(700)
+    others = gc.get_threshold()[1:]
+    gctuning.raise_threshold(5_000)
+    gctuning.raise_threshold(9_000)  # a second worker: the first one's setting stands
+    assert gc.get_threshold()[0] == 5_000
+    gctuning.restore_threshold()
+    assert gc.get_threshold()[0] == 5_000  # one worker still runs
+    gctuning.restore_threshold()
+    assert gc.get_threshold() == (700, *others)
 
 
-def test_a_higher_threshold_already_set_is_kept():
-    found = gc.get_threshold()
-    gc.set_threshold(50_000, found[1], found[2])
-    try:
-        gctuning.raise_threshold(10_000)
-        assert gc.get_threshold()[0] == 50_000
-        gctuning.restore_threshold()
-        assert gc.get_threshold()[0] == 50_000
-    finally:
-        gc.set_threshold(*found)
+def test_a_higher_threshold_already_set_is_kept(first_threshold):
+    first_threshold(50_000)
+    gctuning.raise_threshold(10_000)
+    assert gc.get_threshold()[0] == 50_000
+    gctuning.restore_threshold()
+    assert gc.get_threshold()[0] == 50_000
