@@ -21,10 +21,13 @@ try:
         TaskResultDoesNotExist,
     )
     from django.tasks.signals import (  # type: ignore[import-not-found,unused-ignore]
+        log_task_finished,
+        log_task_started,
         task_enqueued,
         task_finished,
         task_started,
     )
+    from django.tasks.signals import logger as tasks_logger  # type: ignore[import-not-found,unused-ignore]
 
     TASKS_MODULE = "django.tasks"
 except ImportError:  # Django 5.2 with the django-tasks backport
@@ -43,10 +46,13 @@ except ImportError:  # Django 5.2 with the django-tasks backport
         TaskResultDoesNotExist,
     )
     from django_tasks.signals import (  # type: ignore[no-redef,import-not-found,unused-ignore]
+        log_task_finished,
+        log_task_started,
         task_enqueued,
         task_finished,
         task_started,
     )
+    from django_tasks.signals import logger as tasks_logger  # type: ignore[no-redef,import-not-found,unused-ignore]
 
     TASKS_MODULE = "django_tasks"
 
@@ -61,9 +67,12 @@ __all__ = [
     "TaskResultDoesNotExist",
     "TaskResultStatus",
     "TASKS_MODULE",
+    "log_task_finished",
+    "log_task_started",
     "task",
     "task_backends",
     "task_enqueued",
     "task_finished",
     "task_started",
+    "tasks_logger",
 ]

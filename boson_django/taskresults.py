@@ -14,6 +14,7 @@ import dataclasses
 import functools
 import inspect
 import json
+import logging
 import weakref
 from typing import Any
 
@@ -21,7 +22,15 @@ from django.core.signals import setting_changed
 from django.dispatch import Signal, receiver
 
 from boson_django import registry
-from boson_django.compat import TaskError, TaskResult, TaskResultStatus, task_backends
+from boson_django.compat import (
+    TaskError,
+    TaskResult,
+    TaskResultStatus,
+    log_task_finished,
+    log_task_started,
+    task_backends,
+    tasks_logger,
+)
 from boson_django.models import Job, JobData, Run
 from boson_django.states import ATTEMPT_SPENDING, JobState
 
@@ -180,27 +189,50 @@ def send(signal: Signal, result: Any) -> None:
     held weakly, as the signal holds them, and one that died or an async receiver
     sends through ``Signal.send`` itself."""
     sender = _backend_class(result.backend)
-    key = (signal, sender)
-    listed = tuple(signal.receivers)
-    known = _RECEIVERS.get(key)
-    if known is None or known[0] != listed:
-        known = _RECEIVERS[key] = (listed, _receiver_refs(signal, sender))
-    refs = known[1]
+    refs = _resolved(signal, sender)[0]
     if refs is None:
         signal.send(sender, task_result=result)
         return
     receivers = [ref() for ref in refs]
     if None in receivers:  # one died: the signal drops it, and this resolves again next time
-        _RECEIVERS.pop(key, None)
+        _RECEIVERS.pop((signal, sender), None)
         signal.send(sender, task_result=result)
         return
     for receiver_ in receivers:
         receiver_(signal=signal, sender=sender, task_result=result)
 
 
+def unheard(signal: Signal, backend_alias: str, level: int = logging.INFO) -> bool:
+    """Whether sending ``signal`` now would reach no one: its only receivers are the Tasks
+    framework's own logging ones and the framework's logger drops a line at ``level``
+    (the level they log a result at: INFO, ERROR for a failed one). The worker then
+    builds no TaskResult for it: building and sending the two of a no-op job was about
+    a seventh of the worker's own time per job, for lines nobody would see. Any other
+    receiver, or the logger letting the line through, and the signal is sent as ever."""
+    return _resolved(signal, _backend_class(backend_alias))[1] and not tasks_logger.isEnabledFor(level)
+
+
+#: The receivers the Tasks framework connects to its own signals: they only log.
+_FRAMEWORK_LOGGING = frozenset({log_task_started, log_task_finished})
+
+
+def _resolved(signal: Signal, sender: type) -> tuple[list[Any] | None, bool]:
+    """The signal's receivers for ``sender`` as weak references (None: leave them to
+    ``Signal.send``), and whether each is one of the framework's logging receivers."""
+    key = (signal, sender)
+    listed = tuple(signal.receivers)
+    known = _RECEIVERS.get(key)
+    if known is None or known[0] != listed:
+        refs = _receiver_refs(signal, sender)
+        quiet = refs is not None and all(ref() in _FRAMEWORK_LOGGING for ref in refs)
+        known = _RECEIVERS[key] = (listed, refs, quiet)
+    return known[1], known[2]
+
+
 #: (signal, sender) -> (the signal's receivers list as last seen, weak references to the
-#: receivers it resolved to for that sender; None: send through ``Signal.send``).
-_RECEIVERS: dict[tuple[Signal, type], tuple[tuple[Any, ...], list[Any] | None]] = {}
+#: receivers it resolved to for that sender -- None: send through ``Signal.send`` --, and
+#: whether they are all the framework's logging receivers).
+_RECEIVERS: dict[tuple[Signal, type], tuple[tuple[Any, ...], list[Any] | None, bool]] = {}
 
 
 def _receiver_refs(signal: Signal, sender: type) -> list[Any] | None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from boson_django import taskresults
 from boson_django.services import AdmissionUnit, LeaseRef
 from boson_django.worker.outcomes import Finish, JobInterrupted
 
@@ -35,6 +36,10 @@ class Attempt:
     #: The handler has finished and its ack is being flushed (see ``worker.acker``).
     acking: bool = False
     started_result: Any = None
+    #: The backend alias of a RUNNING TaskResult not built when the handler started,
+    #: because no one would have received it (``taskresults.unheard``): :meth:`started`
+    #: builds it if it is needed after all.
+    unbuilt_result_for: str | None = None
     #: The handler's log lines so far (read when a timeout acks before it returns).
     logs: Any = None
     #: Callables the handler asked to run inside the transaction of its SUCCESS ack
@@ -63,6 +68,13 @@ class Attempt:
         """Store time by which the handler must finish, from the job's ``timeout_ms``."""
         timeout = self.unit.envelope.timeout_ms
         return None if not timeout else self.admitted_at + timedelta(milliseconds=timeout)
+
+    def started(self) -> Any:
+        """The job's RUNNING TaskResult (None: undecodable, there is no Task to report on)."""
+        if self.unbuilt_result_for is not None:
+            self.started_result = taskresults.running_result(self.unit, self.worker_id, self.unbuilt_result_for)
+            self.unbuilt_result_for = None
+        return self.started_result
 
     def interrupt(self, exc: BaseException) -> None:
         """Ask the handler to stop: it sees ``exc`` at its next context call. An async

@@ -71,11 +71,17 @@ def _settle(attempt: Attempt, finish: Finish, reply: AckReply) -> None:
 
 
 def _signal(attempt: Attempt, finish: Finish, reply: AckReply) -> None:
-    """``task_finished``: built in memory for a first-run job acked completed, else from the store."""
-    started = attempt.started_result
+    """``task_finished``: built in memory for a first-run job acked completed, else from the
+    store; not at all for a job whose start no one heard of either (see ``executor._started``)
+    when no one would hear of its end."""
+    first_completed = attempt.unit.first_run and reply.state == JobState.COMPLETED.value
+    unbuilt = attempt.unbuilt_result_for
+    if first_completed and unbuilt is not None and taskresults.unheard(task_finished, unbuilt):
+        return
+    started = attempt.started()
     if started is None:
         return
-    if not (attempt.unit.first_run and reply.state == JobState.COMPLETED.value):
+    if not first_completed:
         finished_signal(attempt, finish)
         return
     try:

@@ -91,7 +91,7 @@ def log_outcome(attempt: Attempt, finish: Finish, state: str | None) -> None:
 
 def finished_signal(attempt: Attempt, finish: Finish) -> None:
     """Django's ``task_finished`` with the job's TaskResult after the ack."""
-    started = attempt.started_result
+    started = attempt.started()
     if started is None:
         return  # undecodable: there is no Task to report on
     try:

@@ -56,14 +56,21 @@ def is_async(task: Any) -> bool:
 
 
 def _started(attempt: Attempt, task: Any) -> tuple[Any, list[Any]]:
-    """Build the RUNNING TaskResult, send ``task_started`` and the call's arguments."""
-    result = taskresults.running_result(attempt.unit, attempt.worker_id, task.backend)
+    """Build the RUNNING TaskResult, send ``task_started`` and the call's arguments. A
+    first run whose signal no one would receive, for a task that takes no context, gets
+    no TaskResult now (``Attempt.started`` builds it if the finish needs it)."""
+    unit = attempt.unit
+    if unit.first_run and unit.enqueued_at is not None and not task.takes_context \
+            and taskresults.unheard(task_started, task.backend):
+        attempt.unbuilt_result_for = task.backend
+        return None, list(unit.envelope.args)
+    result = taskresults.running_result(unit, attempt.worker_id, task.backend)
     if result is None:  # the job has history (earlier runs): read it from the store
         result = taskresults.build_result(attempt.job_id, task.backend, using=attempt.using)
     attempt.started_result = result
     if result is not None:
         taskresults.send(task_started, result)
-    args = list(attempt.unit.envelope.args)
+    args = list(unit.envelope.args)
     if task.takes_context:
         args.insert(0, BosonContext(result, attempt))
     return result, args
