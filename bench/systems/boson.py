@@ -289,6 +289,7 @@ def main() -> None:
     parser.add_argument("--window", type=float, default=12.0)
     parser.add_argument("--big", type=int, default=1_000_000)
     parser.add_argument("--long", type=int, default=150_000, help="jobs in the long drain (scale, long)")
+    parser.add_argument("--started", action="store_true", help="drain: as the scale drains (every worker up first)")
     args = parser.parse_args()
     if args.what == "wakeup":
         setup()
@@ -301,7 +302,8 @@ def main() -> None:
         result = {"long_drain": [long_drain(args.long, args.concurrency) for _ in range(args.reps)]}
     elif args.what == "drain":
         setup()
-        result = {"drain": [drain(args.n, args.concurrency, args.processes, args.window) for _ in range(args.reps)]}
+        measure = drain_started if args.started else drain
+        result = {"drain": [measure(args.n, args.concurrency, args.processes, args.window) for _ in range(args.reps)]}
     else:
         result = {"peers": peers, "scale": scale, "sqlite": sqlite}[args.what](args)
     common.emit(result)

@@ -44,6 +44,17 @@ def test_postgres_measurements_run():
 
 
 @pytest.mark.skipif(not settings.DATABASES["default"]["ENGINE"].endswith("postgresql"), reason="needs PostgreSQL")
+def test_the_scale_drain_starts_every_process_before_the_jobs():
+    pg = settings.DATABASES["default"]
+    env = {"BENCH_BOSON_DB": f"{pg['TEST']['NAME']}_bench", "BENCH_PG_HOST": pg["HOST"], "BENCH_PG_USER": pg["USER"],
+           "BENCH_PG_PORT": str(pg["PORT"])}
+    result = _run("drain", "--started", "--processes", "2", "--n", "200", "--reps", "1", "--window", "2",
+                  "--concurrency", "4", **env)
+    (drain,) = result["drain"]
+    assert drain["jobs_per_s"] > 0 and drain["measured_jobs"] > 0
+
+
+@pytest.mark.skipif(not settings.DATABASES["default"]["ENGINE"].endswith("postgresql"), reason="needs PostgreSQL")
 def test_the_long_drain_measures_both_fifths():
     pg = settings.DATABASES["default"]
     env = {"BENCH_BOSON_DB": f"{pg['TEST']['NAME']}_bench", "BENCH_PG_HOST": pg["HOST"], "BENCH_PG_USER": pg["USER"],
