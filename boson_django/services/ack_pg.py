@@ -31,7 +31,10 @@ from boson_django.services import _db, throughput
 _PLANNER = ("enable_seqscan = off", "jit = off")
 
 #: The wait bucket is ``throughput.wait_bucket``'s exact floor(log2(wait_ms + 1)): wait_ms
-#: from the exact interval, the float log2 estimate corrected against powers of two.
+#: from the exact interval, the float log2 estimate corrected against powers of two. The
+#: wait is computed once per job (``OFFSET 0`` keeps its subquery from being flattened:
+#: flattened, its numeric ``EXTRACT`` ran once for each of the three places that use it,
+#: 0.49 against 0.25 ms of a flush of 300).
 #: Every join here is written as a LATERAL lookup by key, so the plan does not depend on
 #: the estimates of a queue table's statistics, which are often stale (a plan driven by
 #: a partial index the statistics think nearly empty compares every pair of rows). The
@@ -89,6 +92,7 @@ counted AS (
     SELECT done.queue,
       GREATEST((EXTRACT(EPOCH FROM COALESCE(done.attempted_at, clk.now) - done.run_at) * 1000)::float8, 0) + 1 AS x
     FROM done, clk
+    OFFSET 0
   ) AS w
   CROSS JOIN LATERAL (SELECT floor(ln(w.x) / ln(2))::int AS b) AS e
   GROUP BY 1, 2, 4
