@@ -38,17 +38,32 @@ from boson_django.worker.context import BosonContext
 from boson_django.worker.outcomes import Control, Finish, failure, undecodable
 
 
-def resolve(attempt: Attempt) -> Any | Finish:
+#: Task name -> (the registered Task or None, whether it is async): what one batch of
+#: admitted jobs looked up, so each name is resolved once per batch rather than per job.
+Known = dict[str, tuple[Any, bool]]
+
+
+def resolve(attempt: Attempt, known: Known | None = None) -> Any | Finish:
     """The registered Task this job names, or the UNDECODABLE finish explaining why not."""
     envelope = attempt.unit.envelope
-    found = registry.get(envelope.task)
-    if found is None or not isinstance(found, Task):
+    found = _task_named(envelope.task, known)[0]
+    if found is None:
         return undecodable(f"job {attempt.job_id} names {envelope.task!r}, which is not a registered task")
     if not isinstance(envelope.args, list) or not isinstance(envelope.kwargs, dict):
         return undecodable(f"job {attempt.job_id} has arguments that are not a list and a dict")
     if attempt.unit.checkpoint is UNREADABLE:
         return undecodable(f"job {attempt.job_id} has a checkpoint Python cannot decode")
     return found
+
+
+def _task_named(name: str, known: Known | None) -> tuple[Any, bool]:
+    entry = None if known is None else known.get(name)
+    if entry is None:
+        found = registry.get(name)
+        entry = (None, False) if found is None or not isinstance(found, Task) else (found, is_async(found))
+        if known is not None:
+            known[name] = entry
+    return entry
 
 
 def is_async(task: Any) -> bool:
@@ -249,13 +264,17 @@ class Executor:
         self._loop: LoopThread | None = None
         self._name = name
 
-    def submit(self, attempt: Attempt, on_done: Callable[[Any], None]) -> Future[Finish] | JobFuture:
-        found = resolve(attempt)
+    def submit(
+        self, attempt: Attempt, on_done: Callable[[Any], None], known: Known | None = None
+    ) -> Future[Finish] | JobFuture:
+        """Start the attempt; ``known`` is the batch's lookups of task names, shared
+        between the calls for one batch."""
+        found = resolve(attempt, known)
         future: Future[Finish] | JobFuture
         if isinstance(found, Finish):
             future = attempt.future = JobFuture(on_done)
             future.settle(found)
-        elif is_async(found):
+        elif _task_named(attempt.unit.envelope.task, known)[1]:
             future = attempt.future = self._loop_thread().submit(
                 tracing.around_attempt_async(attempt, run_async(attempt, found))
             )
@@ -277,6 +296,8 @@ class Executor:
 
 def finish_of(future: Future[Finish] | JobFuture, attempt: Attempt) -> Finish:
     """The attempt's Finish; a cancelled async handler counts as interrupted."""
+    if type(future) is JobFuture:  # a sync handler's (the loop reads one per job)
+        return future._value if future._error is None else failure(future._error)
     if future.cancelled():
         return failure(attempt.interruption or asyncio.CancelledError("handler cancelled"))
     exc = future.exception()

@@ -30,7 +30,7 @@ from boson_django.worker.acker import Acker
 from boson_django.worker.attempt import Attempt
 from boson_django.states import Outcome
 from boson_django.worker.delivery import deliver
-from boson_django.worker.executor import Executor, finish_of
+from boson_django.worker.executor import Executor, Known, finish_of
 from boson_django.worker.heartbeat import Heartbeat
 from boson_django.worker.notify import ANY_QUEUE, Listener, Waker, enabled, send
 from boson_django.worker.outcomes import Finish, TaskTimeout, timed_out
@@ -286,10 +286,11 @@ class Worker:
         if free <= 0:
             return 0, 0
         units = services.admit(self.worker_id, self.options.queues, free, using=self.using)
+        known: Known = {}
         for unit in units:
             attempt = Attempt(unit, self.worker_id, self.using)
             self._hold(attempt)
-            executor.submit(attempt, functools.partial(self._on_done, attempt))
+            executor.submit(attempt, functools.partial(self._on_done, attempt), known)
         self.admitted += len(units)
         return free, len(units)
 
