@@ -7,10 +7,13 @@ from typing import Any
 from boson_django.services import _db
 from boson_django.services.types import Envelope
 
+#: What an admission reads back of each job it claims: the envelope and the lease, no
+#: more (every column returned is converted to text by the server and read back by the
+#: worker, once per admitted job).
 JOB_COLUMNS = (
-    "id, task, queue, state, priority, args, kwargs, meta, unique_key, fingerprint, weight, "
-    "rate_class, max_attempts, retention_ms, lease_ms, timeout_ms, crash_limit, attempt, "
-    "crash_attempt, fence, lease_holder, lease_expires_at, charged_weight, checkpoint, run_at"
+    "id, task, queue, priority, args, kwargs, meta, unique_key, fingerprint, weight, "
+    "rate_class, max_attempts, retention_ms, lease_ms, timeout_ms, attempt, "
+    "crash_attempt, fence, lease_expires_at, checkpoint, run_at"
 )
 
 
