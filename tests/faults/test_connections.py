@@ -18,7 +18,7 @@ from boson_django import services
 from boson_django.models import Job
 from tests.faults.checker import assert_sound, effects_of, starts_of
 from tests.faults.support import enqueue_many, wait_file, wait_until
-from tests.worker.conftest import RowLock, waiting_backend
+from tests.worker.conftest import ACK_FLUSH, LOCKING_ACK, RowLock, waiting_backend
 from tests.testapp import fault_tasks  # noqa: F401 -- registers the tasks in this process
 
 pytestmark = pytest.mark.postgres
@@ -30,13 +30,13 @@ def _terminate(pid: int) -> None:
         cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
 
 
-def _kill_the_ack_waiting_for_its_row(job_id: str, tmp_path, what: str) -> None:
+def _kill_the_ack_waiting_for_its_row(job_id: str, tmp_path, what: str, ack: str = LOCKING_ACK) -> None:
     """Hold the job's row, let its handler return, and kill the connection of the ack that
-    waits for the row; then let the row go."""
+    waits for the row (its query LIKE ``ack``); then let the row go."""
     lock = RowLock(job_id)
     try:
         (tmp_path / "go").write_text("go")
-        _terminate(wait_until(lambda: waiting_backend("%boson_job%FOR UPDATE%"), what=what))
+        _terminate(wait_until(lambda: waiting_backend(ack), what=what))
     finally:
         lock.release()
 
@@ -62,7 +62,7 @@ def test_connection_killed_under_the_ack_flush_hands_the_acks_back_and_they_land
     (job_id,) = enqueue_many("tests.testapp.fault_tasks.gated", 1, args=[str(tmp_path), "go", 7])
     worker = workers("w-flush")
     wait_file(tmp_path, f"started-{job_id}-1")
-    _kill_the_ack_waiting_for_its_row(job_id, tmp_path, "the flush to wait for the row")
+    _kill_the_ack_waiting_for_its_row(job_id, tmp_path, "the flush to wait for the row", ACK_FLUSH)
     wait_until(lambda: services.job_state(job_id)[1] == "completed", what="the flushed-again ack")
     assert worker.says("flushing 1 acks failed; they are retried"), worker.text()
     worker.signal(signal.SIGTERM)

@@ -105,6 +105,12 @@ class RowLock:
         self.conn.close()
 
 
+#: The query of an ack flush (``services.ack_pg``), for :func:`waiting_backend`.
+ACK_FLUSH = "%UPDATE boson_job j SET state = 'completed'%"
+#: A fenced write of the general path, which locks the job row first.
+LOCKING_ACK = "%boson_job%FOR UPDATE%"
+
+
 def waiting_backend(pattern: str) -> int | None:
     """The pid of a backend of this database waiting for a lock in a query LIKE ``pattern``."""
     from django.db import connection

@@ -16,7 +16,9 @@ from boson_django.worker.heartbeat import Heartbeat
 from boson_django.worker.runtime import WorkerOptions
 from boson_django.worker.sweeper import Sweeper
 from tests.testapp.tasks import add, gated
-from tests.worker.conftest import RowLock, ThreadWorker, burst, job, started_file, state, waiting_backend, wait_until
+from tests.worker.conftest import (
+    ACK_FLUSH, RowLock, ThreadWorker, burst, job, started_file, state, wait_until, waiting_backend,
+)
 
 SLOW_POLL = {"TASK_MODULES": ["tests.testapp.more_tasks"], "POLL_INTERVAL_MS": 600_000, "SWEEP_INTERVAL_MS": 600_000}
 
@@ -105,7 +107,7 @@ def test_a_slot_is_freed_by_the_ack_landing_not_by_the_handler_returning(live_cl
         try:
             (tmp_path / "go").write_text("go")
             wait_until(lambda: (tmp_path / f"finished-{first.id}").exists(), what="the first handler to return")
-            wait_until(lambda: waiting_backend("%boson_job%FOR UPDATE%"), what="the ack flush to wait for the row")
+            wait_until(lambda: waiting_backend(ACK_FLUSH), what="the ack flush to wait for the row")
             released_at = live_clock.advance(1_000)  # store time moves on while the ack waits
         finally:
             holder.release()
