@@ -60,14 +60,19 @@ def truncate() -> None:
                 c.execute(f"DELETE FROM {t}")
 
 
-def completed() -> int:
+def count(sql: str) -> int:
+    """One number from the store, on a connection closed after (polled from the bench's loop)."""
     from django.db import connection
 
     with connection.cursor() as c:
-        c.execute("SELECT COUNT(*) FROM boson_job WHERE state = 'completed'")
+        c.execute(sql)
         n = c.fetchone()[0]
     connection.close()
     return n
+
+
+def completed() -> int:
+    return count("SELECT COUNT(*) FROM boson_job WHERE state = 'completed'")
 
 
 def bulk(n: int) -> float:
@@ -146,13 +151,7 @@ def drain_started(n: int, concurrency: int, processes: int, window_s: float = 12
 
 def listening() -> int:
     """Worker processes whose LISTEN connection is up."""
-    from django.db import connection
-
-    with connection.cursor() as c:
-        c.execute("SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %%'")
-        n = c.fetchone()[0]
-    connection.close()
-    return n
+    return count("SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %'")
 
 
 def wakeup(n: int) -> dict:
