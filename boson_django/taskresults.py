@@ -207,7 +207,7 @@ def unheard(signal: Signal, backend_alias: str, level: int = logging.INFO) -> bo
     framework's own logging ones and the framework's logger drops a line at ``level``
     (the level they log a result at: INFO, ERROR for a failed one). The worker then
     builds no TaskResult for it: building and sending the two of a no-op job was about
-    a seventh of the worker's own time per job, for lines nobody would see. Any other
+    a fifth of the worker's own time per job, for lines nobody would see. Any other
     receiver, or the logger letting the line through, and the signal is sent as ever."""
     return _resolved(signal, _backend_class(backend_alias))[1] and not tasks_logger.isEnabledFor(level)
 
