@@ -98,11 +98,17 @@ def enqueued_result(job_id: str, values: dict[str, Any], backend_alias: str) -> 
     )
 
 
+def from_unit_alone(unit: Any) -> bool:
+    """Whether :func:`running_result` can build this job's RUNNING result without a query
+    (its first admission, the enqueue time known)."""
+    return bool(unit.first_run) and unit.enqueued_at is not None
+
+
 def running_result(unit: Any, worker_id: str, backend_alias: str) -> Any | None:
     """The RUNNING TaskResult of a job at its first admission, from the admission unit
     alone (no query): what :func:`build_result` reads then -- no earlier runs, so no
     errors, and this worker as the only one. ``None`` if the unit has no history flag."""
-    if not unit.first_run or unit.enqueued_at is None:
+    if not from_unit_alone(unit):
         return None
     env = unit.envelope
     return _made(

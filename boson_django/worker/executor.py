@@ -75,8 +75,7 @@ def _started(attempt: Attempt, task: Any) -> tuple[Any, list[Any]]:
     first run whose signal no one would receive, for a task that takes no context, gets
     no TaskResult now (``Attempt.started`` builds it if the finish needs it)."""
     unit = attempt.unit
-    if unit.first_run and unit.enqueued_at is not None and not task.takes_context \
-            and taskresults.unheard(task_started, task.backend):
+    if taskresults.from_unit_alone(unit) and not task.takes_context and taskresults.unheard(task_started, task.backend):
         attempt.unbuilt_result_for = task.backend
         return None, list(unit.envelope.args)
     result = taskresults.running_result(unit, attempt.worker_id, task.backend)
@@ -269,6 +268,7 @@ class Executor:
     ) -> Future[Finish] | JobFuture:
         """Start the attempt; ``known`` is the batch's lookups of task names, shared
         between the calls for one batch."""
+        known = {} if known is None else known  # resolve() fills it: one lookup here too
         found = resolve(attempt, known)
         future: Future[Finish] | JobFuture
         if isinstance(found, Finish):
