@@ -27,6 +27,13 @@ def _run(*args: str, **env: str) -> dict:
     return json.loads(line.split(" ", 1)[1])
 
 
+def _pg_env() -> dict[str, str]:
+    """The driver's settings for this suite's PostgreSQL server, in a database of its own."""
+    pg = settings.DATABASES["default"]
+    return {"BENCH_BOSON_DB": f"{pg['TEST']['NAME']}_bench", "BENCH_PG_HOST": pg["HOST"], "BENCH_PG_USER": pg["USER"],
+            "BENCH_PG_PORT": str(pg["PORT"])}
+
+
 def test_sqlite_drain_measures_something(tmp_path):
     result = _run("sqlite", "--n", "60", "--reps", "1", "--window", "2", "--concurrency", "4")
     assert result["drain"][0] > 0
@@ -34,9 +41,7 @@ def test_sqlite_drain_measures_something(tmp_path):
 
 @pytest.mark.skipif(not settings.DATABASES["default"]["ENGINE"].endswith("postgresql"), reason="needs PostgreSQL")
 def test_postgres_measurements_run():
-    pg = settings.DATABASES["default"]
-    env = {"BENCH_BOSON_DB": f"{pg['TEST']['NAME']}_bench", "BENCH_PG_HOST": pg["HOST"], "BENCH_PG_USER": pg["USER"],
-           "BENCH_PG_PORT": str(pg["PORT"])}
+    env = _pg_env()
     result = _run("peers", "--n", "60", "--single", "5", "--reps", "1", "--wakeups", "2", "--window", "2",
                   "--concurrency", "4", **env)
     assert result["bulk"][0] > 0 and result["single"][0] > 0 and result["drain"][0] > 0
@@ -45,9 +50,7 @@ def test_postgres_measurements_run():
 
 @pytest.mark.skipif(not settings.DATABASES["default"]["ENGINE"].endswith("postgresql"), reason="needs PostgreSQL")
 def test_the_scale_drain_starts_every_process_before_the_jobs():
-    pg = settings.DATABASES["default"]
-    env = {"BENCH_BOSON_DB": f"{pg['TEST']['NAME']}_bench", "BENCH_PG_HOST": pg["HOST"], "BENCH_PG_USER": pg["USER"],
-           "BENCH_PG_PORT": str(pg["PORT"])}
+    env = _pg_env()
     result = _run("drain", "--started", "--processes", "2", "--n", "200", "--reps", "1", "--window", "2",
                   "--concurrency", "4", **env)
     (drain,) = result["drain"]
@@ -56,9 +59,7 @@ def test_the_scale_drain_starts_every_process_before_the_jobs():
 
 @pytest.mark.skipif(not settings.DATABASES["default"]["ENGINE"].endswith("postgresql"), reason="needs PostgreSQL")
 def test_the_long_drain_measures_both_fifths():
-    pg = settings.DATABASES["default"]
-    env = {"BENCH_BOSON_DB": f"{pg['TEST']['NAME']}_bench", "BENCH_PG_HOST": pg["HOST"], "BENCH_PG_USER": pg["USER"],
-           "BENCH_PG_PORT": str(pg["PORT"])}
+    env = _pg_env()
     result = _run("long", "--long", "500", "--reps", "1", "--concurrency", "8", **env)
     (long,) = result["long_drain"]
     assert long["first_fifth"] > 0 and long["last_fifth"] > 0 and long["seconds"] > 0
