@@ -127,7 +127,6 @@ def drain_started(n: int, concurrency: int, processes: int, window_s: float = 12
     the first process finished jobs while the other three were still importing Django,
     and their start-up CPU fell into the measured window."""
     from boson_django import services
-    from boson_django.worker.notify import send
 
     queue_fresh(n)
     services.pause_queue("default")
@@ -142,8 +141,7 @@ def drain_started(n: int, concurrency: int, processes: int, window_s: float = 12
                 raise RuntimeError(f"{processes} workers did not come up; see {log}")
             time.sleep(0.05)
         time.sleep(0.5)  # the thread pool is made right after the LISTEN connection
-        services.resume_queue("default")
-        send("default", "default")
+        services.resume_queue("default")  # its NOTIFY wakes them all
         return procs
 
     return common.drain_rate(start, completed, n, window_s=window_s)

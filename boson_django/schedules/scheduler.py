@@ -21,7 +21,7 @@ from boson_django import clock, ids
 from boson_django.errors import StoreError
 from boson_django.schedules import slots
 from boson_django.schedules.declared import sync_schedules, timing_of
-from boson_django.services import _db
+from boson_django.services import _db, wakeups
 from boson_django.services.enqueue import enqueue
 from boson_django.services.types import Envelope
 
@@ -137,10 +137,8 @@ def _relink_slot(name: str, slot: datetime, job_id: str, using: str) -> None:
 
 
 def _wake(queue: str | None, using: str) -> None:
-    from boson_django.worker import notify
-
     try:
-        notify.notify_at_commit([queue or "*"], using)
+        wakeups.notify_at_commit([queue or wakeups.ANY_QUEUE], using)
     except DatabaseError:  # pragma: no cover -- a wake-up is only latency
         log.debug("boson: NOTIFY after a schedule fired failed", exc_info=True)
 

@@ -9,7 +9,7 @@ from django.db import IntegrityError, transaction
 from boson_django import clock, transitions, validation
 from boson_django.errors import UnknownJob
 from boson_django.models import Job, QuarantinedFingerprint, Queue
-from boson_django.services import _db, acks, buckets, history
+from boson_django.services import _db, acks, buckets, history, wakeups
 from boson_django.states import Event, JobState, allows
 
 CANCELLED_ERROR = "boson_django.errors.JobCancelled: cancelled by operator"
@@ -76,6 +76,7 @@ def retry(job_id: str, *, using: str | None = None) -> bool:
         return False  # a newer live job holds its unique_key: retrying would duplicate it
     history.record(job, outcome="retried", error="retried by operator", now=now, using=using)
     transitions.controlled("retried", [job], using)
+    wakeups.notify_at_commit([job.queue], using)
     return True
 
 
@@ -101,6 +102,7 @@ def release_quarantined(job_id: str, *, using: str | None = None) -> bool:
         each.crash_attempt = 0  # the release row resets the crash count; operator retry keeps it
         _make_available(each, now)
     transitions.controlled("unquarantined", parked, using)
+    wakeups.notify_at_commit([each.queue for each in parked], using)
     return True
 
 
@@ -121,6 +123,7 @@ def pause_queue(name: str, *, using: str | None = None) -> None:
 
 @_db.store_transaction
 def resume_queue(name: str, *, using: str | None = None) -> None:
-    """Admit from this queue again. Idempotent."""
+    """Admit from this queue again, and wake idle workers for its waiting jobs. Idempotent."""
     validation.name(name, "name")
     Queue.objects.using(using).update_or_create(name=name, defaults={"paused": False, "paused_at": None})
+    wakeups.notify_at_commit([name], using)

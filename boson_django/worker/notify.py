@@ -1,9 +1,9 @@
 """Wake-ups: PostgreSQL LISTEN/NOTIFY with a poll fallback, or polling alone.
 
-Enqueue side: :func:`notify_at_commit` sends ``pg_notify(channel, queue)`` once the
-enqueuing transaction commits (never for a rolled-back job). Worker side: a
-:class:`Listener` thread holds a dedicated psycopg connection (outside Django's pool)
-that LISTENs and sets the worker's :class:`Waker`. The worker also wakes every
+Sending side: :mod:`boson_django.services.wakeups` (``pg_notify(channel, queue)`` once
+the transaction that made jobs available commits). Worker side: a :class:`Listener`
+thread holds a dedicated psycopg connection (outside Django's pool) that LISTENs and
+sets the worker's :class:`Waker`. The worker also wakes every
 ``POLL_INTERVAL_MS`` regardless, so a lost notification, a dropped listener connection
 or a deployment without NOTIFY (PgBouncer in transaction pooling mode, SQLite) only
 costs latency. Poll-only mode is the same worker with no listener.
@@ -16,16 +16,15 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from django.db import connections, transaction
+from django.db import connections
 
 from boson_django import conf
+from boson_django.services.wakeups import ANY_QUEUE
 
 log = logging.getLogger("boson_django.worker")
 
 #: OPTIONS keys that configure Django's connection, not libpq.
 _DJANGO_ONLY = {"isolation_level", "server_side_binding", "assume_role", "pool", "cursor_factory", "context", "prepare_threshold"}
-#: Payload meaning "any queue" (sweeps that made work available send it).
-ANY_QUEUE = "*"
 
 
 class Waker:
@@ -41,31 +40,6 @@ class Waker:
         fired = self._event.wait(max(timeout, 0.0))
         self._event.clear()
         return fired
-
-
-def enabled(using: str) -> bool:
-    return conf.get().NOTIFY and connections[using].vendor == "postgresql"
-
-
-def send(queue: str, using: str) -> None:
-    """NOTIFY now (outside any transaction it is delivered at once)."""
-    with connections[using].cursor() as cursor:
-        cursor.execute("SELECT pg_notify(%s, %s)", [conf.get().NOTIFY_CHANNEL, queue])
-
-
-def notify_at_commit(queues: Sequence[str], using: str) -> None:
-    """Wake idle workers of ``queues`` when the current transaction commits."""
-    if not enabled(using):
-        return
-    for queue in sorted(set(queues)):
-        transaction.on_commit(lambda q=queue: _send_quietly(q, using), using=using)  # type: ignore[misc]
-
-
-def _send_quietly(queue: str, using: str) -> None:
-    try:
-        send(queue, using)
-    except Exception:  # noqa: BLE001 -- the job is committed; workers will poll it up
-        log.warning("boson: NOTIFY for queue %r failed; workers will find the job by polling", queue, exc_info=True)
 
 
 def connect_params(settings_dict: dict[str, Any]) -> dict[str, Any]:

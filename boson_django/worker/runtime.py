@@ -32,7 +32,8 @@ from boson_django.states import Outcome
 from boson_django.worker.delivery import deliver
 from boson_django.worker.executor import Executor, Known, finish_of
 from boson_django.worker.heartbeat import Heartbeat
-from boson_django.worker.notify import ANY_QUEUE, Listener, Waker, enabled, send
+from boson_django.services.wakeups import ANY_QUEUE, enabled, send
+from boson_django.worker.notify import Listener, Waker
 from boson_django.worker.outcomes import Finish, TaskTimeout, timed_out
 from boson_django.worker.shutdown import Shutdown
 from boson_django.worker.sweeper import Sweeper

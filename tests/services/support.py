@@ -10,9 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from boson_django import services
+from django.db import connection
+
+from boson_django import conf, services
 from boson_django.models import Job, JobData, QuarantinedFingerprint, Run
 from boson_django.services import LeaseRef, Outcome
+from boson_django.worker.notify import connect_params
 from tests.factories import NOOP, admit_one, enqueue_one, state_of
 
 LEASE_MS = 1_000
@@ -123,3 +126,21 @@ def drive(state: str, store_clock: Any) -> Driven:
     driven = ROUTES[state](store_clock)
     assert state_of(driven.job_id) == state
     return driven
+
+
+class listening:
+    """LISTEN on the NOTIFY channel on a connection of its own; ``heard()`` drains the
+    payloads that arrived (waiting up to ``wait_s`` for the first)."""
+
+    def __enter__(self):
+        import psycopg
+
+        self.conn = psycopg.connect(**connect_params(connection.settings_dict), autocommit=True)
+        self.conn.execute(f'LISTEN "{conf.get().NOTIFY_CHANNEL}"')
+        return self.heard
+
+    def heard(self, wait_s: float = 0.3) -> list[str]:
+        return [n.payload for n in self.conn.notifies(timeout=wait_s)]
+
+    def __exit__(self, *exc):
+        self.conn.close()

@@ -14,9 +14,8 @@ from boson_django import services, transitions
 from boson_django.errors import DuplicateJobId, InvalidEnvelope
 from boson_django.models import Job, Queue
 from boson_django.taskresults import build_result
-from boson_django.worker import notify
 from tests.factories import ADD, NOOP, SEND_MAIL, envelope, enqueue_one
-from tests.services.support import drive, job_row, run_rows
+from tests.services.support import drive, job_row, listening, run_rows
 from tests.testapp.tasks import add, rebuild_index
 
 #: Columns a second enqueue of the same envelope may change.
@@ -123,7 +122,7 @@ def test_the_tasks_result_is_the_one_read_back(live_clock):
 
 @pytest.mark.postgres
 def test_notify_is_sent_at_commit_and_only_for_a_created_job(live_clock):
-    with _listening() as heard:
+    with listening() as heard:
         rebuild_index.enqueue()
         assert heard() == ["default"]
         rebuild_index.enqueue()  # a duplicate: nothing to wake for
@@ -137,25 +136,6 @@ def test_notify_is_sent_at_commit_and_only_for_a_created_job(live_clock):
             raise RuntimeError("roll back")
         assert heard() == []
     assert not Job.objects.filter(queue="undone").exists()
-
-
-class _listening:
-    """LISTEN on the NOTIFY channel on a connection of its own; ``heard()`` drains payloads."""
-
-    def __enter__(self):
-        import psycopg
-
-        from boson_django import conf
-
-        self.conn = psycopg.connect(**notify.connect_params(connection.settings_dict), autocommit=True)
-        self.conn.execute(f'LISTEN "{conf.get().NOTIFY_CHANNEL}"')
-        return self.heard
-
-    def heard(self, wait_s: float = 0.3) -> list[str]:
-        return [n.payload for n in self.conn.notifies(timeout=wait_s)]
-
-    def __exit__(self, *exc):
-        self.conn.close()
 
 
 @pytest.mark.postgres

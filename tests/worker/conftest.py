@@ -84,6 +84,35 @@ class ThreadWorker:
         return self.exit_code
 
 
+class Idle:
+    """Watches a worker's loop for the moment only a NOTIFY (or its next poll) can wake it.
+
+    ``__call__`` is true once the LISTEN connection is up, the loop sleeps on its waker
+    and no wake-up is pending: from then on a job the worker starts before its poll is
+    due was started by a notification, not by a wake-up left over from start-up (the
+    listener sets the waker when it connects). Install before the worker starts.
+    """
+
+    def __init__(self, runner: ThreadWorker):
+        self.worker = runner.worker
+        self.sleeping = threading.Event()
+        wait = self.worker.waker.wait
+
+        def watched(timeout: float) -> bool:
+            self.sleeping.set()
+            try:
+                return wait(timeout)
+            finally:
+                self.sleeping.clear()
+
+        self.worker.waker.wait = watched  # type: ignore[method-assign]
+
+    def __call__(self) -> bool:
+        listener = self.worker.listener
+        connected = listener is not None and listener.connected.is_set()
+        return connected and self.sleeping.is_set() and not self.worker.waker._event.is_set()
+
+
 @pytest.fixture
 def folder(tmp_path: pathlib.Path) -> pathlib.Path:
     return tmp_path
