@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from boson_django import conf, registry, services
+from boson_django import registry, services
 from boson_django.compat import (
     BaseTaskBackend,
     Task,
@@ -18,7 +18,7 @@ from boson_django.compat import (
     task_enqueued,
 )
 from boson_django.schedules.spec import Schedule, as_schedules
-from boson_django.services import _db, wakeups
+from boson_django.services import _db
 from boson_django.services.enqueue import enqueue_one
 from boson_django.taskresults import build_result, enqueued_result
 
@@ -89,11 +89,8 @@ class BosonBackend(BaseTaskBackend):  # type: ignore[misc,valid-type,unused-igno
         self.validate_task(task)
         envelope = envelope_for(task, list(args), dict(kwargs))
         using = _db.alias(self.database)
-        channel = conf.get().NOTIFY_CHANNEL if wakeups.enabled(using) else None
-        done = enqueue_one(envelope, using=using, channel=channel)
+        done = enqueue_one(envelope, using=using)
         created = done.result.disposition == "created"
-        if created and channel is not None and not done.notified:
-            wakeups.notify_at_commit([done.values["queue"]], using)
         result = enqueued_result(done.result.id, done.values, self.alias) if created else None
         if result is None:
             result = self.get_result(done.result.id)

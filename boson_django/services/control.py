@@ -28,7 +28,8 @@ def cancel(job_id: str, *, using: str | None = None) -> bool:
     """scheduled/available/retryable/running -> cancelled; ``False`` for a finished job.
 
     Locks the job. A running job is cancelled at once and its lease revoked: the holder's
-    next ``renew`` reports it lost and every later write under that lease is refused.
+    next ``renew`` reports it lost and every later write under that lease is refused. On
+    PostgreSQL with NOTIFY the holder is told at commit and renews at once.
     Raises ``UnknownJob`` for an id the store does not hold. Idempotent in effect.
     """
     assert using is not None
@@ -40,6 +41,7 @@ def cancel(job_id: str, *, using: str | None = None) -> bool:
     if was_running:
         buckets.reconcile(using, now, job.rate_class, job.charged_weight, 0.0)
         history.close_run(job.id, job.fence, outcome="cancelled", error=CANCELLED_ERROR, now=now, using=using)
+        wakeups.revoke_at_commit(job.lease_holder, using)
     else:
         history.record(job, outcome="cancelled", error=CANCELLED_ERROR, now=now, using=using)
     job.state = JobState.CANCELLED.value

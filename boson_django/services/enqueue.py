@@ -17,7 +17,7 @@ from django.db import IntegrityError
 from boson_django import clock, conf, ids, policies, registry, tracing, transitions, validation
 from boson_django.errors import DuplicateJobId, InvalidEnvelope
 from boson_django.models import QuarantinedFingerprint
-from boson_django.services import _db, config, enqueue_pg, history
+from boson_django.services import _db, config, enqueue_pg, history, wakeups
 from boson_django.services.types import EnqueueResult, Envelope
 from boson_django.states import UNIQUE_HOLDING, JobState
 
@@ -62,14 +62,10 @@ _GIVEN_CHECKS: dict[str, Callable[[Any, int], Any]] = {
 
 @dataclass(frozen=True)
 class Enqueued:
-    """One envelope's result and its row (as written, when ``created``).
-
-    ``notified``: the NOTIFY was sent by the enqueue's own statement.
-    """
+    """One envelope's result and its row (as written, when ``created``)."""
 
     result: EnqueueResult
     values: dict[str, Any]
-    notified: bool = False
 
 
 def enqueue(
@@ -83,38 +79,38 @@ def enqueue(
     ``disposition="duplicate"`` with that job's id: decided by the database's partial
     unique index (``INSERT ... ON CONFLICT DO NOTHING``), so concurrent enqueues of one
     key make one job. ``unique=False`` enqueues without claiming the key.
+
+    Idle workers of the queues that got available jobs are woken when it commits
+    (:func:`wakeups.notify_at_commit`).
     """
     with tracing.enqueue_span(list(envelopes)) as batch:
-        return _submit(batch, unique, _db.alias(using), None)[0]
+        return _submit(batch, unique, _db.alias(using))[0]
 
 
-def enqueue_one(envelope: Envelope, *, using: str | None = None, channel: str | None = None) -> Enqueued:
+def enqueue_one(envelope: Envelope, *, using: str | None = None) -> Enqueued:
     """:func:`enqueue` of one envelope, with its row (the Tasks backend builds its result
-    from it). ``channel``: NOTIFY it with the job's queue when the job is created by a
-    one-statement enqueue (``notified`` says whether that happened)."""
+    from it)."""
     with tracing.enqueue_span([envelope]) as batch:
-        results, rows, notified = _submit(batch, True, _db.alias(using), channel)
-    return Enqueued(results[0], rows[0], notified)
+        results, rows = _submit(batch, True, _db.alias(using))
+    return Enqueued(results[0], rows[0])
 
 
-def _submit(
-    batch: list[Envelope], unique: bool, using: str, channel: str | None
-) -> tuple[list[EnqueueResult], list[dict[str, Any]], bool]:
-    """Results, rows and whether ``channel`` was notified."""
+def _submit(batch: list[Envelope], unique: bool, using: str) -> tuple[list[EnqueueResult], list[dict[str, Any]]]:
     connection = _db.conn(using)
     if len(batch) == 1 and _db.is_postgres(connection) and not connection.in_atomic_block:
         connection.ensure_connection()
         if connection.get_autocommit():
-            done = _enqueue_alone(batch[0], unique, using, channel)
+            done = _enqueue_alone(batch[0], unique, using)
             if done is not None:
-                return [done.result], [done.values], done.notified
-    return (*_enqueue(batch, unique=unique, using=using), False)
+                return [done.result], [done.values]
+    return _enqueue(batch, unique=unique, using=using)
 
 
-def _enqueue_alone(env: Envelope, unique: bool, using: str, channel: str | None) -> Enqueued | None:
+def _enqueue_alone(env: Envelope, unique: bool, using: str) -> Enqueued | None:
     """One envelope in one autocommit statement (:func:`enqueue_pg.insert_alone`): it
     reads the clock, the task's TaskConfig row and the fingerprint's quarantine itself,
-    and NOTIFYs ``channel``, so the notification goes out when it commits.
+    and sends the NOTIFY for the job it creates, so the notification goes out when it
+    commits.
 
     The policy is first resolved assuming the task has no TaskConfig row. When the
     statement inserts nothing, the preflight query tells why: an explicit id that
@@ -124,6 +120,7 @@ def _enqueue_alone(env: Envelope, unique: bool, using: str, channel: str | None)
     visible, a TaskConfig row that keeps changing -- to the transactional path.
     """
     connection = _db.conn(using)
+    channel = wakeups.channel(using)
     checked = _Checks().check(env, 0)
     task = checked["task"]
     assumed: dict[str, Any] | None = None
@@ -135,7 +132,8 @@ def _enqueue_alone(env: Envelope, unique: bool, using: str, channel: str | None)
             values.update(state=inserted.state, run_at=inserted.run_at, enqueued_at=inserted.enqueued_at)
             result = EnqueueResult(values["id"], "created")
             transitions.enqueued([values], [result], using)
-            return Enqueued(result, values, notified=channel is not None)
+            wakeups.notify_at_commit([values["queue"]], using, notified=channel is not None)
+            return Enqueued(result, values)
         pre = enqueue_pg.preflight(connection, {task}, {values["fingerprint"]}, [values["id"]])
         _refuse_duplicate_ids([values], using, pre.existing_id)
         if pre.parked:
@@ -177,7 +175,16 @@ def _enqueue(batch: list[Envelope], *, unique: bool, using: str) -> tuple[list[E
     results = _insert_all(rows, connection)
     _record_parked(rows, results, parked, now, using)
     transitions.enqueued(rows, results, using)
+    wakeups.notify_at_commit(_available_queues(rows, results), using)
     return results, rows
+
+
+def _available_queues(rows: list[dict[str, Any]], results: list[EnqueueResult]) -> set[str]:
+    """The queues that got a job a worker may start now (not a duplicate, scheduled or parked one)."""
+    return {
+        values["queue"] for values, result in zip(rows, results)
+        if result.disposition == "created" and values["state"] == JobState.AVAILABLE.value
+    }
 
 
 def _enqueue_copied(
@@ -198,6 +205,7 @@ def _enqueue_copied(
     results = _insert_all(rows, connection, copied)
     _record_parked(rows, results, parked, pre.now, using)
     transitions.enqueued(rows, results, using)
+    wakeups.notify_at_commit(_available_queues(rows, results), using)
     return results, rows
 
 

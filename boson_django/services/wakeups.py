@@ -3,15 +3,23 @@
 Whatever makes jobs available at once -- an enqueue, a sweep that promoted or reclaimed
 jobs, a fired schedule, an operator's retry, release or resume -- tells the workers
 here, so an idle worker starts them now rather than at its next poll
-(``POLL_INTERVAL_MS``). A notification is only latency: a lost one, or a store without
-NOTIFY (SQLite, PgBouncer in transaction pooling mode), leaves the job to the next poll.
-The listening side is :class:`boson_django.worker.notify.Listener`.
+(``POLL_INTERVAL_MS``): the workers of this process directly (an embedded worker, or a
+worker whose own jobs enqueue more; on every store, SQLite included), the others by
+NOTIFY. A notification is only latency: a lost one, or a store without NOTIFY (SQLite,
+PgBouncer in transaction pooling mode), leaves the job to the next poll. The listening
+side is :class:`boson_django.worker.notify.Listener`.
+
+A second channel (:func:`lease_channel`) carries lease revocations: an operator's cancel
+of a running job tells the worker holding it, which renews its leases at once and so
+asks the handler to stop within milliseconds instead of at its next heartbeat
+(``HEARTBEAT_MS``). Lost, that notification costs only the same wait.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+import threading
+from collections.abc import Callable, Iterable
 
 from django.db import connections, transaction
 
@@ -21,29 +29,90 @@ log = logging.getLogger("boson_django.worker")
 
 #: Payload meaning "any queue" (sweeps that made work available send it).
 ANY_QUEUE = "*"
+#: What :func:`lease_channel` adds to the wake-up channel's name.
+_LEASE_SUFFIX = "_lease"
+#: PostgreSQL's longest identifier, in bytes (a longer channel name is refused).
+_MAX_IDENTIFIER = 63
+
+
+#: The workers running in this process: what each serves (empty: every queue) and how
+#: to wake it, by registration.
+_local: dict[object, tuple[frozenset[str], Callable[[], None]]] = {}
+_local_lock = threading.Lock()
 
 
 def enabled(using: str) -> bool:
     return conf.get().NOTIFY and connections[using].vendor == "postgresql"
 
 
-def send(queue: str, using: str) -> None:
-    """NOTIFY now (outside any transaction it is delivered at once)."""
+def channel(using: str) -> str | None:
+    """The channel an enqueue's own statement may NOTIFY (None: NOTIFY is off)."""
+    return conf.get().NOTIFY_CHANNEL if enabled(using) else None
+
+
+def wake_here(queues: Iterable[str], wake: Callable[[], None]) -> Callable[[], None]:
+    """Have jobs made available in this process for ``queues`` (none: every queue) call
+    ``wake``, as a NOTIFY would; returns the call that stops it."""
+    key = object()
+    with _local_lock:
+        _local[key] = (frozenset(queues), wake)
+
+    def forget() -> None:
+        with _local_lock:
+            _local.pop(key, None)
+
+    return forget
+
+
+def lease_channel(channel: str) -> str:
+    """The channel of lease revocations that goes with the wake-up ``channel``: its name
+    and a suffix, the name cut so that the whole stays a PostgreSQL identifier."""
+    room = _MAX_IDENTIFIER - len(_LEASE_SUFFIX)
+    return channel.encode()[:room].decode(errors="ignore") + _LEASE_SUFFIX
+
+
+def send(payload: str, using: str, channel: str | None = None) -> None:
+    """NOTIFY now (outside any transaction it is delivered at once); by default a
+    queue's name on the wake-up channel."""
     with connections[using].cursor() as cursor:
-        cursor.execute("SELECT pg_notify(%s, %s)", [conf.get().NOTIFY_CHANNEL, queue])
+        cursor.execute("SELECT pg_notify(%s, %s)", [channel or conf.get().NOTIFY_CHANNEL, payload])
 
 
-def notify_at_commit(queues: Iterable[str], using: str) -> None:
+def notify_at_commit(queues: Iterable[str], using: str, *, notified: bool = False) -> None:
     """Wake idle workers of ``queues`` when the current transaction commits (never if it
-    rolls back: the jobs it made available are not there)."""
-    if not enabled(using):
+    rolls back: the jobs it made available are not there); at once outside a
+    transaction. ``notified``: the statement that made them available sent the NOTIFY
+    itself, so only this process's workers are left to wake."""
+    wanted = sorted(set(queues))
+    if not wanted:
         return
-    for queue in sorted(set(queues)):
+    if _local:
+        transaction.on_commit(lambda: _wake_here(wanted), using=using)
+    if notified or not enabled(using):
+        return
+    for queue in wanted:
         transaction.on_commit(lambda q=queue: _send_quietly(q, using), using=using)  # type: ignore[misc]
 
 
-def _send_quietly(queue: str, using: str) -> None:
+def _wake_here(queues: list[str]) -> None:
+    with _local_lock:
+        workers = list(_local.values())
+    for served, wake in workers:
+        if not served or ANY_QUEUE in queues or not served.isdisjoint(queues):
+            wake()
+
+
+def revoke_at_commit(holder: str | None, using: str) -> None:
+    """Tell worker ``holder`` when the current transaction commits that a lease it holds
+    was revoked, so that it renews now and learns which."""
+    if holder and enabled(using):
+        channel = lease_channel(conf.get().NOTIFY_CHANNEL)
+        transaction.on_commit(lambda: _send_quietly(holder, using, channel), using=using)
+
+
+def _send_quietly(payload: str, using: str, channel: str | None = None) -> None:
     try:
-        send(queue, using)
-    except Exception:  # noqa: BLE001 -- the jobs are committed; workers will poll them up
-        log.warning("boson: NOTIFY for queue %r failed; workers will find the jobs by polling", queue, exc_info=True)
+        send(payload, using, channel)
+    except Exception:  # noqa: BLE001 -- committed; workers will see it at their next poll or heartbeat
+        log.warning("boson: NOTIFY %r failed; workers will see the change at their next poll or heartbeat", payload,
+                    exc_info=True)

@@ -46,6 +46,11 @@ class Heartbeat:
         every = self.every_ms if shortest is None else min(self.every_ms, shortest / 3)
         return max(every, 1) / 1000
 
+    def due_now(self) -> None:
+        """Make the next tick beat (a lease was revoked: learn which at once). Safe from
+        any thread: the loop only reads ``last``."""
+        self.last = float("-inf")
+
     def seconds_left(self) -> float:
         return max(self.last + self.interval_s() - time.monotonic(), 0.0)
 

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.db import connections
 
 from boson_django import conf
-from boson_django.services.wakeups import ANY_QUEUE
+from boson_django.services.wakeups import ANY_QUEUE, lease_channel
 
 log = logging.getLogger("boson_django.worker")
 
@@ -53,12 +53,22 @@ def connect_params(settings_dict: dict[str, Any]) -> dict[str, Any]:
 
 
 class Listener:
-    """LISTEN on a dedicated connection in a daemon thread; reconnects with backoff."""
+    """LISTEN on a dedicated connection in a daemon thread; reconnects with backoff.
 
-    def __init__(self, waker: Waker, using: str, queues: Sequence[str], channel: str | None = None):
+    Two channels: the wake-up channel (a queue's name, or ``*``: wake the loop) and its
+    lease channel (a worker id: ``on_revoked`` is called when it is this worker's).
+    """
+
+    def __init__(
+        self, waker: Waker, using: str, queues: Sequence[str], channel: str | None = None,
+        worker_id: str | None = None, on_revoked: Callable[[], None] | None = None,
+    ):
         self.waker = waker
         self.queues = set(queues)
         self.channel = channel or conf.get().NOTIFY_CHANNEL
+        self.lease_channel = lease_channel(self.channel)
+        self.worker_id = worker_id
+        self.on_revoked = on_revoked
         self.params = connect_params(connections[using].settings_dict)
         self.connected = threading.Event()
         self._stop = threading.Event()
@@ -92,9 +102,18 @@ class Listener:
 
         with psycopg.connect(**self.params, autocommit=True) as conn:
             conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
+            if self.on_revoked is not None:
+                conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.lease_channel)))
+                self.on_revoked()  # a lease revoked while we were not listening
             self.connected.set()
             self.waker.set()  # anything enqueued while we were not listening
             while not self._stop.is_set():
                 for note in conn.notifies(timeout=0.5):
-                    if self.wanted(note.payload):
-                        self.waker.set()
+                    self._heard(note.channel, note.payload)
+
+    def _heard(self, channel: str, payload: str) -> None:
+        if channel == self.lease_channel:
+            if payload == self.worker_id and self.on_revoked is not None:
+                self.on_revoked()
+        elif self.wanted(payload):
+            self.waker.set()

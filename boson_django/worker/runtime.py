@@ -18,6 +18,7 @@ import os
 import secrets
 import socket
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from django.db import DatabaseError, InterfaceError, connections
@@ -32,7 +33,7 @@ from boson_django.states import Outcome
 from boson_django.worker.delivery import deliver
 from boson_django.worker.executor import Executor, Known, finish_of
 from boson_django.worker.heartbeat import Heartbeat
-from boson_django.services.wakeups import ANY_QUEUE, enabled, send
+from boson_django.services import wakeups
 from boson_django.worker.notify import Listener, Waker
 from boson_django.worker.outcomes import Finish, TaskTimeout, timed_out
 from boson_django.worker.shutdown import Shutdown
@@ -115,6 +116,7 @@ class Worker:
         self.listener: Listener | None = None
         self._announced_stop = False
         self._next_deadline_s: float | None = None
+        self._forget_waker: Callable[[], None] = lambda: None
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -138,20 +140,23 @@ class Worker:
         logcapture.install(conf.get().LOG_CAPTURE_LEVEL)
         _db.dedicate(connections[self.using])  # the loop's connection runs only the worker's statements
         if self._use_notify():
-            self.listener = Listener(self.waker, self.using, self.options.queues)
+            self.listener = Listener(self.waker, self.using, self.options.queues, worker_id=self.worker_id,
+                                     on_revoked=self._renew_now)
             self.listener.start()
         log.info("boson: worker %s up (queues=%s, concurrency=%d, %s)", self.worker_id,
                  ",".join(self.options.queues) or "*", self.concurrency, "notify" if self.listener else "poll only")
         executor = Executor(self.concurrency, "boson")
-        gctuning.raise_threshold(conf.get().GC_THRESHOLD)  # last: _finish puts it back
+        gctuning.raise_threshold(conf.get().GC_THRESHOLD)
+        # last, with the collector's threshold: _finish undoes them
+        self._forget_waker = wakeups.wake_here(self.options.queues, self.waker.set)
         return executor
 
     def _use_notify(self) -> bool:
         wanted = conf.get().NOTIFY if self.options.notify is None else self.options.notify
-        return wanted and enabled(self.using) and not self.options.burst
+        return wanted and wakeups.enabled(self.using) and not self.options.burst
 
     def _finish(self, executor: Executor) -> None:
-        for step in (self._stop_acker, self.sweeper.release, executor.shutdown, logcapture.uninstall,
+        for step in (self._forget_waker, self._stop_acker, self.sweeper.release, executor.shutdown, logcapture.uninstall,
                      gctuning.restore_threshold, self.shutdown.uninstall, self._give_back_connection):
             try:
                 step()
@@ -372,12 +377,20 @@ class Worker:
             waits.append(self._next_deadline_s)
         return max(min(waits), 0.001)
 
+    def _renew_now(self) -> None:
+        """A lease of ours was revoked (an operator's cancel): the next tick renews every
+        lease, finds which one is lost and asks its handler to stop. Called on the
+        listener's thread. Nothing to do while it holds none (the listener's first connect)."""
+        if self.heartbeat.lengths:
+            self.heartbeat.due_now()
+            self.waker.set()
+
     def _wake_others(self) -> None:
         """A sweep made jobs available: wake this loop and, via NOTIFY, idle peers."""
         self.waker.set()
-        if enabled(self.using):
+        if wakeups.enabled(self.using):
             try:
-                send(ANY_QUEUE, self.using)
+                wakeups.send(wakeups.ANY_QUEUE, self.using)
             except DatabaseError:
                 log.debug("boson: NOTIFY after a sweep failed", exc_info=True)
 

@@ -129,14 +129,17 @@ def drive(state: str, store_clock: Any) -> Driven:
 
 
 class listening:
-    """LISTEN on the NOTIFY channel on a connection of its own; ``heard()`` drains the
-    payloads that arrived (waiting up to ``wait_s`` for the first)."""
+    """LISTEN on ``channel`` (the wake-up channel by default) on a connection of its own;
+    ``heard()`` drains the payloads that arrived (waiting up to ``wait_s`` for the first)."""
+
+    def __init__(self, channel: str | None = None):
+        self.channel = channel
 
     def __enter__(self):
         import psycopg
 
         self.conn = psycopg.connect(**connect_params(connection.settings_dict), autocommit=True)
-        self.conn.execute(f'LISTEN "{conf.get().NOTIFY_CHANNEL}"')
+        self.conn.execute(f'LISTEN "{self.channel or conf.get().NOTIFY_CHANNEL}"')
         return self.heard
 
     def heard(self, wait_s: float = 0.3) -> list[str]:

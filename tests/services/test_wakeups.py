@@ -1,8 +1,13 @@
-"""Operator controls that make jobs available wake idle workers, as an enqueue does.
+"""Whatever makes jobs available tells the workers, at commit.
 
-A retry, a release from quarantine and a queue's resume each send the queue's NOTIFY
-when their transaction commits; a refused control, or one rolled back, sends nothing.
-Without it an idle worker would start those jobs only at its next poll.
+Every enqueue path -- the Tasks backend, ``services.enqueue`` of one job, of a batch,
+streamed through COPY -- wakes the workers of the queues that got a job they may start
+now (not for a duplicate, a scheduled or a parked job). A retry, a release from quarantine and a queue's resume make jobs available: each sends
+the queue's NOTIFY when its transaction commits, as an enqueue does (without it an idle
+worker would start those jobs only at its next poll). A cancel of a running job revokes
+its lease: it tells the worker holding it on the lease channel, which renews at once
+(without it the handler would be asked to stop only at the next heartbeat). A refused
+control, or one rolled back, sends nothing.
 """
 
 from __future__ import annotations
@@ -11,13 +16,38 @@ import pytest
 from django.db import transaction
 from django.test import override_settings
 
-from boson_django import services
-from tests.factories import NOOP, enqueue_one, state_of
+from boson_django import conf, services
+from boson_django.services import wakeups
+from boson_django.services.enqueue import COPY_FROM
+from boson_django.services.wakeups import lease_channel
+from boson_django.worker.notify import Listener, Waker
+from datetime import timedelta
+
+from tests.factories import NOOP, enqueue_one, envelope, state_of
 from tests.services.support import drive, listening, start_job
-from tests.testapp.tasks import add
-from tests.worker.conftest import Idle, ThreadWorker, state, wait_until
+from tests.testapp.tasks import add, gated
+from tests.worker.conftest import ThreadWorker, idle_worker, job, started_file, state, wait_until
 
 pytestmark = pytest.mark.postgres
+
+
+def test_every_enqueue_path_wakes_the_queues_that_got_a_job_to_start(live_clock):
+    later = live_clock.now() + timedelta(hours=1)
+    with listening() as heard:
+        services.enqueue([envelope(NOOP, queue="alone")])  # one job, one statement
+        assert heard() == ["alone"]
+        with transaction.atomic():
+            services.enqueue([envelope(NOOP, queue="joined")])
+            assert heard() == []
+        assert heard() == ["joined"]
+        services.enqueue([envelope(NOOP, queue=q) for q in ("b", "a", "b")] + [envelope(NOOP, queue="c", run_at=later)])
+        assert heard() == ["a", "b"]  # once per queue; the scheduled job's queue waits for its promotion
+        services.enqueue([envelope(NOOP, queue="copied") for _ in range(COPY_FROM)])
+        assert heard() == ["copied"]
+        services.enqueue([envelope(NOOP, queue="keyed", unique_key="k")])
+        assert heard() == ["keyed"]
+        services.enqueue([envelope(NOOP, queue="keyed", unique_key="k") for _ in range(2)])  # duplicates only
+        assert heard() == []
 
 
 def test_an_operator_retry_wakes_the_job_s_queue_at_commit(live_clock):
@@ -66,16 +96,60 @@ def test_resuming_a_queue_wakes_its_workers(live_clock):
 
 
 def test_an_idle_worker_starts_a_resumed_queue_s_jobs_without_waiting_for_its_poll(live_clock):
-    slow_poll = {"TASK_MODULES": ["tests.testapp.more_tasks"], "POLL_INTERVAL_MS": 600_000, "SWEEP_INTERVAL_MS": 600_000}
     services.pause_queue("default")
     result = add.enqueue(2, 3)
-    with override_settings(BOSON=slow_poll):
-        runner = ThreadWorker(poll_interval_ms=600_000)
-        idle = Idle(runner)
-        with runner:
-            wait_until(idle, what="an idle worker, listening")
-            assert runner.worker.sweeper.seconds_left() > 0  # its sweeps are not due for minutes
-            assert state(result.id) == "available"  # paused: the worker found nothing to start
-            services.resume_queue("default")
-            wait_until(lambda: state(result.id) == "completed", what="the wake-up after the resume")
+    with idle_worker():
+        assert state(result.id) == "available"  # paused: the worker found nothing to start
+        services.resume_queue("default")
+        wait_until(lambda: state(result.id) == "completed", what="the wake-up after the resume")
     assert add.get_result(result.id).return_value == 5
+
+
+def test_cancelling_a_running_job_tells_its_holder_on_the_lease_channel(live_clock):
+    running = drive("running", live_clock)
+    waiting = drive("available", live_clock)
+    with listening(lease_channel(conf.get().NOTIFY_CHANNEL)) as heard:
+        assert services.cancel(waiting.job_id) is True
+        assert heard() == []  # no lease to revoke
+        with transaction.atomic():
+            assert services.cancel(running.job_id) is True
+            assert heard() == []
+        assert heard() == ["w1"]  # the worker that held it (support.start_job admits as w1)
+
+
+def test_the_lease_channel_name_stays_an_identifier_postgresql_accepts(live_clock):
+    long_name = "wake_" + "é" * 40  # 85 bytes: cut to fit, on a character boundary
+    channel = lease_channel(long_name)
+    assert channel.endswith("_lease") and len(channel.encode()) <= 63
+    with listening(channel) as heard:
+        wakeups.send("w9", "default", channel)
+        assert heard() == ["w9"]
+
+
+def test_the_listener_renews_only_for_its_own_worker_s_revocations(live_clock):
+    revoked = []
+    waker = Waker()
+    listener = Listener(waker, "default", ["mail"], worker_id="w1", on_revoked=lambda: revoked.append(1))
+    listener._heard(listener.lease_channel, "w2")
+    assert revoked == [] and not waker.wait(0)
+    listener._heard(listener.lease_channel, "w1")
+    assert revoked == [1] and not waker.wait(0)  # the callback wakes the loop, not the listener
+    listener._heard(listener.channel, "mail")
+    assert revoked == [1] and waker.wait(0)
+    listener._heard(listener.channel, "w1")  # a queue this worker does not serve
+    assert not waker.wait(0)
+
+
+def test_a_cancel_reaches_the_running_handler_at_once_not_at_the_next_heartbeat(live_clock, tmp_path):
+    ten_minutes = {"TASK_MODULES": ["tests.testapp.more_tasks"], "HEARTBEAT_MS": 600_000}
+    result = gated.using(lease_ms=3_600_000).enqueue(str(tmp_path), 5)
+    with override_settings(BOSON=ten_minutes), ThreadWorker() as runner:
+        started_file(tmp_path, result.id)
+        wait_until(lambda: runner.worker.heartbeat.seconds_left() > 60, what="no heartbeat due for minutes")
+        assert services.cancel(result.id) is True
+        # gated returns once told to stop (it never got its go-ahead file)
+        wait_until(lambda: (tmp_path / f"finished-{result.id}").exists(), what="the handler to be told")
+        wait_until(lambda: not runner.worker.running, what="the worker to let it go")
+    assert state(result.id) == "cancelled"
+    assert services.get_result(result.id) is None
+    assert job(result.id).fence == 1

@@ -3,9 +3,12 @@ they use ``live_clock`` (transactional database, store clock frozen at 2030-01-0
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from django.core.management import call_command
+from django.test import override_settings
 
 from boson_django import services
 
@@ -85,12 +88,14 @@ class ThreadWorker:
 
 
 class Idle:
-    """Watches a worker's loop for the moment only a NOTIFY (or its next poll) can wake it.
+    """Watches a worker's loop for the moment only a wake-up (or its next poll) can start
+    a job.
 
-    ``__call__`` is true once the LISTEN connection is up, the loop sleeps on its waker
-    and no wake-up is pending: from then on a job the worker starts before its poll is
-    due was started by a notification, not by a wake-up left over from start-up (the
-    listener sets the waker when it connects). Install before the worker starts.
+    ``__call__`` is true once the LISTEN connection is up (if the worker listens), the
+    loop sleeps on its waker and no wake-up is pending: from then on a job the worker
+    starts before its poll is due was started by a notification, not by a wake-up left
+    over from start-up (the listener sets the waker when it connects). Install before
+    the worker starts.
     """
 
     def __init__(self, runner: ThreadWorker):
@@ -109,8 +114,23 @@ class Idle:
 
     def __call__(self) -> bool:
         listener = self.worker.listener
-        connected = listener is not None and listener.connected.is_set()
+        connected = listener is None or listener.connected.is_set()
         return connected and self.sleeping.is_set() and not self.worker.waker._event.is_set()
+
+
+@contextmanager
+def idle_worker(**settings: Any) -> Iterator[ThreadWorker]:
+    """A worker that would not poll or sweep for ten minutes, handed over once it sleeps
+    (:class:`Idle`): only a wake-up can start a job in it. ``settings``: more ``BOSON``."""
+    boson = {"TASK_MODULES": ["tests.testapp.more_tasks"], "POLL_INTERVAL_MS": 600_000,
+             "SWEEP_INTERVAL_MS": 600_000, **settings}
+    with override_settings(BOSON=boson):
+        runner = ThreadWorker(poll_interval_ms=600_000)
+        idle = Idle(runner)
+        with runner:
+            wait_until(idle, what="an idle worker")
+            assert runner.worker.sweeper.seconds_left() > 0  # its sweeps are not due for minutes
+            yield runner
 
 
 @pytest.fixture

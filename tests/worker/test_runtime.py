@@ -17,22 +17,17 @@ from boson_django.worker.runtime import WorkerOptions
 from boson_django.worker.sweeper import Sweeper
 from tests.testapp.tasks import add, gated
 from tests.worker.conftest import (
-    ACK_FLUSH, Idle, RowLock, ThreadWorker, burst, job, started_file, state, wait_until, waiting_backend,
+    ACK_FLUSH, RowLock, ThreadWorker, burst, idle_worker, job, started_file, state, wait_until, waiting_backend,
 )
 
-SLOW_POLL = {"TASK_MODULES": ["tests.testapp.more_tasks"], "POLL_INTERVAL_MS": 600_000, "SWEEP_INTERVAL_MS": 600_000}
 
 
 @pytest.mark.postgres
 def test_notify_wakes_an_idle_worker_that_would_not_poll_for_minutes(live_clock):
-    with override_settings(BOSON=SLOW_POLL):
-        runner = ThreadWorker(poll_interval_ms=600_000)
-        idle = Idle(runner)
-        with runner:
-            wait_until(idle, what="an idle worker, listening")
-            assert runner.worker.sweeper.seconds_left() > 0  # its sweeps are not due for minutes
-            result = add.enqueue(4, 5)
-            wait_until(lambda: state(result.id) == "completed", what="the NOTIFY wake-up")
+    with idle_worker() as runner:
+        assert runner.worker.listener is not None
+        result = add.enqueue(4, 5)
+        wait_until(lambda: state(result.id) == "completed", what="the NOTIFY wake-up")
     assert add.get_result(result.id).return_value == 9
 
 

@@ -1,0 +1,72 @@
+"""Workers of this process are woken directly by jobs made available in it, on every
+store: an embedded worker by the web process's enqueues, any worker by jobs its own
+handlers enqueue. On SQLite, where there is no NOTIFY, this is the only wake-up."""
+
+from __future__ import annotations
+
+from django.db import transaction
+
+from boson_django import services
+from boson_django.services import wakeups
+from tests.testapp.tasks import add
+from tests.worker.conftest import idle_worker, state, wait_until
+
+
+
+
+def test_the_workers_of_the_queues_made_available_are_woken_at_commit(db, django_capture_on_commit_callbacks):
+    woken: list[str] = []
+    forget_mail = wakeups.wake_here(["mail"], lambda: woken.append("mail"))
+    forget_every = wakeups.wake_here([], lambda: woken.append("every queue"))
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            wakeups.notify_at_commit(["reports"], "default")
+            assert woken == []  # not before the commit
+        assert woken == ["every queue"]
+        with django_capture_on_commit_callbacks(execute=True):
+            wakeups.notify_at_commit(["mail", "reports", "mail"], "default")
+        assert woken == ["every queue", "mail", "every queue"]
+        with django_capture_on_commit_callbacks(execute=True):
+            wakeups.notify_at_commit([wakeups.ANY_QUEUE], "default")  # a sweep: every worker
+        assert woken[3:] == ["mail", "every queue"]
+        with django_capture_on_commit_callbacks(execute=True):
+            wakeups.notify_at_commit([], "default")  # nothing became available
+        forget_mail()
+        with django_capture_on_commit_callbacks(execute=True):
+            wakeups.notify_at_commit(["mail"], "default")
+        assert woken[5:] == ["every queue"]
+    finally:
+        forget_mail()
+        forget_every()
+
+
+def test_a_rolled_back_enqueue_wakes_no_one(db):
+    woken: list[str] = []
+    forget = wakeups.wake_here([], lambda: woken.append("woken"))
+    try:
+        try:
+            with transaction.atomic():
+                add.enqueue(1, 2)
+                raise RuntimeError("roll back")
+        except RuntimeError:
+            pass
+        assert woken == []
+    finally:
+        forget()
+
+
+def test_an_idle_worker_starts_a_job_enqueued_in_its_process_without_polling(live_clock):
+    with idle_worker(NOTIFY=False) as runner:
+        assert runner.worker.listener is None  # nothing but this process can wake it
+        result = add.enqueue(2, 3)
+        wait_until(lambda: state(result.id) == "completed", what="the in-process wake-up")
+        batch = services.enqueue([services.Envelope(task="tests.testapp.tasks.add", args=[1, 1]) for _ in range(3)])
+        wait_until(lambda: all(state(r.id) == "completed" for r in batch), what="the batch's wake-up")
+    assert add.get_result(result.id).return_value == 5
+
+
+def test_a_stopped_worker_is_no_longer_woken(live_clock):
+    with idle_worker(NOTIFY=False) as runner:
+        assert wakeups._local
+    assert runner.exit_code == 0
+    assert not wakeups._local
