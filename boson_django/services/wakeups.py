@@ -10,9 +10,10 @@ PgBouncer in transaction pooling mode), leaves the job to the next poll. The lis
 side is :class:`boson_django.worker.notify.Listener`.
 
 A second channel (:func:`lease_channel`) carries lease revocations: an operator's cancel
-of a running job tells the worker holding it, which renews its leases at once and so
-asks the handler to stop within milliseconds instead of at its next heartbeat
-(``HEARTBEAT_MS``). Lost, that notification costs only the same wait.
+of a running job tells the worker holding it (directly when it runs in this process),
+which renews its leases at once and so asks the handler to stop within milliseconds
+instead of at its next heartbeat (``HEARTBEAT_MS``). Lost, that notification costs only
+the same wait.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 from django.db import connections, transaction
 
@@ -35,9 +37,22 @@ _LEASE_SUFFIX = "_lease"
 _MAX_IDENTIFIER = 63
 
 
-#: The workers running in this process: what each serves (empty: every queue) and how
-#: to wake it, by registration.
-_local: dict[object, tuple[frozenset[str], Callable[[], None]]] = {}
+
+@dataclass(frozen=True)
+class _Here:
+    """A worker running in this process, as :func:`wake_here` registered it."""
+
+    queues: frozenset[str]  # empty: every queue
+    wake: Callable[[], None]
+    worker_id: str | None
+    on_revoked: Callable[[], None] | None
+
+    def serves(self, queues: list[str]) -> bool:
+        return not self.queues or ANY_QUEUE in queues or not self.queues.isdisjoint(queues)
+
+
+#: The workers running in this process, by registration.
+_local: dict[object, _Here] = {}
 _local_lock = threading.Lock()
 
 
@@ -50,12 +65,16 @@ def channel(using: str) -> str | None:
     return conf.get().NOTIFY_CHANNEL if enabled(using) else None
 
 
-def wake_here(queues: Iterable[str], wake: Callable[[], None]) -> Callable[[], None]:
+def wake_here(
+    queues: Iterable[str], wake: Callable[[], None],
+    worker_id: str | None = None, on_revoked: Callable[[], None] | None = None,
+) -> Callable[[], None]:
     """Have jobs made available in this process for ``queues`` (none: every queue) call
-    ``wake``, as a NOTIFY would; returns the call that stops it."""
+    ``wake``, and a lease of ``worker_id`` revoked in it call ``on_revoked``, as the
+    notifications would; returns the call that stops it."""
     key = object()
     with _local_lock:
-        _local[key] = (frozenset(queues), wake)
+        _local[key] = _Here(frozenset(queues), wake, worker_id, on_revoked)
 
     def forget() -> None:
         with _local_lock:
@@ -94,20 +113,33 @@ def notify_at_commit(queues: Iterable[str], using: str, *, notified: bool = Fals
         transaction.on_commit(lambda q=queue: _send_quietly(q, using), using=using)  # type: ignore[misc]
 
 
-def _wake_here(queues: list[str]) -> None:
+def _here() -> list[_Here]:
     with _local_lock:
-        workers = list(_local.values())
-    for served, wake in workers:
-        if not served or ANY_QUEUE in queues or not served.isdisjoint(queues):
-            wake()
+        return list(_local.values())
+
+
+def _wake_here(queues: list[str]) -> None:
+    for worker in _here():
+        if worker.serves(queues):
+            worker.wake()
 
 
 def revoke_at_commit(holder: str | None, using: str) -> None:
     """Tell worker ``holder`` when the current transaction commits that a lease it holds
     was revoked, so that it renews now and learns which."""
-    if holder and enabled(using):
+    if not holder:
+        return
+    if _local:
+        transaction.on_commit(lambda: _revoke_here(holder), using=using)
+    if enabled(using):
         channel = lease_channel(conf.get().NOTIFY_CHANNEL)
         transaction.on_commit(lambda: _send_quietly(holder, using, channel), using=using)
+
+
+def _revoke_here(holder: str) -> None:
+    for worker in _here():
+        if worker.worker_id == holder and worker.on_revoked is not None:
+            worker.on_revoked()
 
 
 def _send_quietly(payload: str, using: str, channel: str | None = None) -> None:

@@ -148,7 +148,7 @@ class Worker:
         executor = Executor(self.concurrency, "boson")
         gctuning.raise_threshold(conf.get().GC_THRESHOLD)
         # last, with the collector's threshold: _finish undoes them
-        self._forget_waker = wakeups.wake_here(self.options.queues, self.waker.set)
+        self._forget_waker = wakeups.wake_here(self.options.queues, self.waker.set, self.worker_id, self._renew_now)
         return executor
 
     def _use_notify(self) -> bool:
@@ -380,7 +380,7 @@ class Worker:
     def _renew_now(self) -> None:
         """A lease of ours was revoked (an operator's cancel): the next tick renews every
         lease, finds which one is lost and asks its handler to stop. Called on the
-        listener's thread. Nothing to do while it holds none (the listener's first connect)."""
+        listener's thread, or the cancelling thread of this process. Nothing to do while it holds none (the listener's first connect)."""
         if self.heartbeat.lengths:
             self.heartbeat.due_now()
             self.waker.set()

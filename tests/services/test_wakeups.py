@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import pytest
 from django.db import transaction
-from django.test import override_settings
 
 from boson_django import conf, services
 from boson_django.services import wakeups
@@ -25,8 +24,8 @@ from datetime import timedelta
 
 from tests.factories import NOOP, enqueue_one, envelope, state_of
 from tests.services.support import drive, listening, start_job
-from tests.testapp.tasks import add, gated
-from tests.worker.conftest import ThreadWorker, idle_worker, job, started_file, state, wait_until
+from tests.testapp.tasks import add
+from tests.worker.conftest import idle_worker, state, wait_until
 
 pytestmark = pytest.mark.postgres
 
@@ -138,18 +137,3 @@ def test_the_listener_renews_only_for_its_own_worker_s_revocations(live_clock):
     assert revoked == [1] and waker.wait(0)
     listener._heard(listener.channel, "w1")  # a queue this worker does not serve
     assert not waker.wait(0)
-
-
-def test_a_cancel_reaches_the_running_handler_at_once_not_at_the_next_heartbeat(live_clock, tmp_path):
-    ten_minutes = {"TASK_MODULES": ["tests.testapp.more_tasks"], "HEARTBEAT_MS": 600_000}
-    result = gated.using(lease_ms=3_600_000).enqueue(str(tmp_path), 5)
-    with override_settings(BOSON=ten_minutes), ThreadWorker() as runner:
-        started_file(tmp_path, result.id)
-        wait_until(lambda: runner.worker.heartbeat.seconds_left() > 60, what="no heartbeat due for minutes")
-        assert services.cancel(result.id) is True
-        # gated returns once told to stop (it never got its go-ahead file)
-        wait_until(lambda: (tmp_path / f"finished-{result.id}").exists(), what="the handler to be told")
-        wait_until(lambda: not runner.worker.running, what="the worker to let it go")
-    assert state(result.id) == "cancelled"
-    assert services.get_result(result.id) is None
-    assert job(result.id).fence == 1

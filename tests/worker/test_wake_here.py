@@ -1,15 +1,18 @@
 """Workers of this process are woken directly by jobs made available in it, on every
 store: an embedded worker by the web process's enqueues, any worker by jobs its own
-handlers enqueue. On SQLite, where there is no NOTIFY, this is the only wake-up."""
+handlers enqueue; and told directly of a lease revoked in it (an operator's cancel). On
+SQLite, where there is no NOTIFY, this is the only wake-up."""
 
 from __future__ import annotations
 
+import pytest
 from django.db import transaction
+from django.test import override_settings
 
 from boson_django import services
 from boson_django.services import wakeups
-from tests.testapp.tasks import add
-from tests.worker.conftest import idle_worker, state, wait_until
+from tests.testapp.tasks import add, gated
+from tests.worker.conftest import ThreadWorker, idle_worker, started_file, state, wait_until
 
 
 
@@ -70,3 +73,22 @@ def test_a_stopped_worker_is_no_longer_woken(live_clock):
         assert wakeups._local
     assert runner.exit_code == 0
     assert not wakeups._local
+
+
+@pytest.mark.parametrize("told_by", ["this process", pytest.param("NOTIFY", marks=pytest.mark.postgres)])
+def test_a_cancel_reaches_the_running_handler_at_once_not_at_the_next_heartbeat(live_clock, tmp_path, told_by):
+    result = gated.using(lease_ms=3_600_000).enqueue(str(tmp_path), 5)
+    settings = {"TASK_MODULES": ["tests.testapp.more_tasks"], "HEARTBEAT_MS": 600_000, "NOTIFY": told_by == "NOTIFY"}
+    with override_settings(BOSON=settings), ThreadWorker() as runner:
+        started_file(tmp_path, result.id)
+        wait_until(lambda: runner.worker.heartbeat.seconds_left() > 60, what="no heartbeat due for minutes")
+        if told_by == "NOTIFY":
+            wait_until(lambda: runner.worker.listener.connected.is_set(), what="LISTEN")
+            runner.worker._forget_waker()  # as if it ran in another process: only the NOTIFY reaches it
+            assert not wakeups._local
+        assert services.cancel(result.id) is True
+        # gated returns once told to stop (it never got its go-ahead file)
+        wait_until(lambda: (tmp_path / f"finished-{result.id}").exists(), what="the handler to be told")
+        wait_until(lambda: not runner.worker.running, what="the worker to let it go")
+    assert state(result.id) == "cancelled"
+    assert services.get_result(result.id) is None
