@@ -386,12 +386,9 @@ class Worker:
             self.waker.set()
 
     def _wake_others(self) -> None:
-        """A sweep made jobs available: wake this loop and, via NOTIFY, idle peers."""
+        """A sweep made jobs available: wake this loop, the other workers of this process
+        and, via NOTIFY, idle peers."""
         self.waker.set()
-        if wakeups.enabled(self.using):
-            try:
-                wakeups.send(wakeups.ANY_QUEUE, self.using)
-            except DatabaseError:
-                log.debug("boson: NOTIFY after a sweep failed", exc_info=True)
+        wakeups.notify_at_commit([wakeups.ANY_QUEUE], self.using)
 
 

@@ -5,12 +5,15 @@ SQLite, where there is no NOTIFY, this is the only wake-up."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.db import transaction
 from django.test import override_settings
 
 from boson_django import services
 from boson_django.services import wakeups
+from boson_django.worker.runtime import Worker, WorkerOptions
 from tests.testapp.tasks import add, gated
 from tests.worker.conftest import ThreadWorker, idle_worker, started_file, state, wait_until
 
@@ -92,3 +95,15 @@ def test_a_cancel_reaches_the_running_handler_at_once_not_at_the_next_heartbeat(
         wait_until(lambda: not runner.worker.running, what="the worker to let it go")
     assert state(result.id) == "cancelled"
     assert services.get_result(result.id) is None
+
+
+def test_a_sweep_that_made_jobs_available_wakes_the_other_workers_of_its_process(live_clock):
+    due = add.using(run_after=live_clock.now() + timedelta(seconds=5)).enqueue(3, 4)
+    with idle_worker(NOTIFY=False) as runner:
+        assert state(due.id) == "scheduled"
+        live_clock.advance(5_000)
+        runner.worker.sweeper.release()  # its duties free: another worker of this process takes them
+        sweeping = Worker(WorkerOptions(worker_id="sweeper", handle_signals=False))  # another worker's tick
+        assert sweeping.sweeper.run()["boson.promote"] == 1  # it promotes the job and tells the others
+        wait_until(lambda: state(due.id) == "completed", what="the idle worker to be woken")
+        assert runner.worker.sweeper.seconds_left() > 0  # it did not sweep or poll itself
