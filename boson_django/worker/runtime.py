@@ -25,7 +25,7 @@ from django.db import DatabaseError, InterfaceError, connections
 
 from boson_django import clock, conf, services
 from boson_django.errors import LeaseRejected
-from boson_django.services import _db
+from boson_django.services import _db, wakeups
 from boson_django.worker import gctuning, logcapture
 from boson_django.worker.acker import Acker
 from boson_django.worker.attempt import Attempt
@@ -33,7 +33,6 @@ from boson_django.states import Outcome
 from boson_django.worker.delivery import deliver
 from boson_django.worker.executor import Executor, Known, finish_of
 from boson_django.worker.heartbeat import Heartbeat
-from boson_django.services import wakeups
 from boson_django.worker.notify import Listener, Waker
 from boson_django.worker.outcomes import Finish, TaskTimeout, timed_out
 from boson_django.worker.shutdown import Shutdown
