@@ -53,7 +53,7 @@ def run_until_idle(
         if not units:
             return ran
         attempt = Attempt(units[0], TEST_WORKER_ID, alias)
-        found = resolve(attempt)
+        found = resolve(attempt, {})
         deliver(attempt, found if isinstance(found, Finish) else run_sync(attempt, found))
         ran += 1
     return ran

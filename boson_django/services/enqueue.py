@@ -179,12 +179,13 @@ def _enqueue(batch: list[Envelope], *, unique: bool, using: str) -> tuple[list[E
     return results, rows
 
 
-def _available_queues(rows: list[dict[str, Any]], results: list[EnqueueResult]) -> set[str]:
-    """The queues that got a job a worker may start now (not a duplicate, scheduled or parked one)."""
-    return {
+def _available_queues(rows: list[dict[str, Any]], results: list[EnqueueResult]) -> Iterator[str]:
+    """The queues that got a job a worker may start now (not a duplicate, scheduled or
+    parked one); lazily: nothing is read when no worker is to be woken."""
+    return (
         values["queue"] for values, result in zip(rows, results)
         if result.disposition == "created" and values["state"] == JobState.AVAILABLE.value
-    }
+    )
 
 
 def _enqueue_copied(

@@ -101,13 +101,15 @@ def notify_at_commit(queues: Iterable[str], using: str, *, notified: bool = Fals
     """Wake idle workers of ``queues`` when the current transaction commits (never if it
     rolls back: the jobs it made available are not there); at once outside a
     transaction. ``notified``: the statement that made them available sent the NOTIFY
-    itself, so only this process's workers are left to wake."""
-    wanted = sorted(set(queues))
+    itself, so only this process's workers are left to wake. ``queues`` is read only if
+    someone is to be woken."""
+    here, remote = bool(_local), not notified and enabled(using)
+    wanted = sorted(set(queues)) if here or remote else []
     if not wanted:
         return
-    if _local:
+    if here:
         transaction.on_commit(lambda: _wake_here(wanted), using=using)
-    if notified or not enabled(using):
+    if not remote:
         return
     for queue in wanted:
         transaction.on_commit(lambda q=queue: _send_quietly(q, using), using=using)  # type: ignore[misc]

@@ -43,7 +43,7 @@ from boson_django.worker.outcomes import Control, Finish, failure, undecodable
 Known = dict[str, tuple[Any, bool]]
 
 
-def resolve(attempt: Attempt, known: Known | None = None) -> Any | Finish:
+def resolve(attempt: Attempt, known: Known) -> Any | Finish:
     """The registered Task this job names, or the UNDECODABLE finish explaining why not."""
     envelope = attempt.unit.envelope
     found = _task_named(envelope.task, known)[0]
@@ -56,13 +56,11 @@ def resolve(attempt: Attempt, known: Known | None = None) -> Any | Finish:
     return found
 
 
-def _task_named(name: str, known: Known | None) -> tuple[Any, bool]:
-    entry = None if known is None else known.get(name)
+def _task_named(name: str, known: Known) -> tuple[Any, bool]:
+    entry = known.get(name)
     if entry is None:
         found = registry.get(name)
-        entry = (None, False) if found is None or not isinstance(found, Task) else (found, is_async(found))
-        if known is not None:
-            known[name] = entry
+        entry = known[name] = (None, False) if found is None or not isinstance(found, Task) else (found, is_async(found))
     return entry
 
 
@@ -263,12 +261,9 @@ class Executor:
         self._loop: LoopThread | None = None
         self._name = name
 
-    def submit(
-        self, attempt: Attempt, on_done: Callable[[Any], None], known: Known | None = None
-    ) -> Future[Finish] | JobFuture:
+    def submit(self, attempt: Attempt, on_done: Callable[[Any], None], known: Known) -> Future[Finish] | JobFuture:
         """Start the attempt; ``known`` is the batch's lookups of task names, shared
         between the calls for one batch."""
-        known = {} if known is None else known  # resolve() fills it: one lookup here too
         found = resolve(attempt, known)
         future: Future[Finish] | JobFuture
         if isinstance(found, Finish):

@@ -379,15 +379,15 @@ class Worker:
     def _renew_now(self) -> None:
         """A lease of ours was revoked (an operator's cancel): the next tick renews every
         lease, finds which one is lost and asks its handler to stop. Called on the
-        listener's thread, or the cancelling thread of this process. Nothing to do while it holds none (the listener's first connect)."""
+        listener's thread, or the cancelling thread of this process; nothing to do while
+        the worker holds no lease (the listener's first connect)."""
         if self.heartbeat.lengths:
             self.heartbeat.due_now()
             self.waker.set()
 
     def _wake_others(self) -> None:
-        """A sweep made jobs available: wake this loop, the other workers of this process
-        and, via NOTIFY, idle peers."""
-        self.waker.set()
+        """A sweep made jobs available: wake the workers of this process (this loop among
+        them: it is registered while it runs) and, via NOTIFY, idle peers."""
         wakeups.notify_at_commit([wakeups.ANY_QUEUE], self.using)
 
 
