@@ -17,6 +17,7 @@ import logging
 import os
 import secrets
 import socket
+import threading
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -104,11 +105,18 @@ class Worker:
         self.heartbeat = Heartbeat(s.HEARTBEAT_MS, self.using)
         self.sweeper = Sweeper(self.worker_id, self.using, s.SWEEP_INTERVAL_MS, s.SWEEP_BATCH, self._wake_others)
         self.backoff = Backoff(s.RECONNECT_MAX_MS)
-        self.acker = Acker(self.using, inline=connections[self.using].vendor != "postgresql", on_flushed=self.waker.set)
+        self.acker = Acker(self.using, inline=connections[self.using].vendor != "postgresql",
+                           take=self._take_for_flush, pending=lambda: bool(self.finished), on_flushed=self.waker.set)
         self.running: dict[str, Attempt] = {}
         #: Attempts whose handler returned and that wait for their ack: appended by the
         #: thread that ran them, so a tick reads only these, never every running one.
         self.finished: deque[Attempt] = deque()
+        #: Finished attempts with in-ack effects: the loop acks each in its own transaction.
+        self.effectful: deque[tuple[Attempt, Finish]] = deque()
+        #: Held by whoever marks attempts ``acking`` (the acker's take) and by a lease
+        #: renewal from its choice of leases to the end of its statement: a renewal never
+        #: names a lease a flush holds, and the two never lock rows in different orders.
+        self.leases_lock = threading.Lock()
         #: The running attempts whose job has a ``timeout_ms`` (the only ones a tick checks).
         self.timed: dict[str, Attempt] = {}
         self.admitted = 0
@@ -145,6 +153,7 @@ class Worker:
         log.info("boson: worker %s up (queues=%s, concurrency=%d, %s)", self.worker_id,
                  ",".join(self.options.queues) or "*", self.concurrency, "notify" if self.listener else "poll only")
         executor = Executor(self.concurrency, "boson")
+        self.acker.start()
         gctuning.raise_threshold(conf.get().GC_THRESHOLD)
         # last, with the collector's threshold: _finish undoes them
         self._forget_waker = wakeups.wake_here(self.options.queues, self.waker.set, self.worker_id, self._renew_now)
@@ -195,7 +204,8 @@ class Worker:
         self._keep_connection()
         self._collect()
         self._enforce_timeouts()
-        self.heartbeat.maybe_beat(self._renewable)
+        with self.leases_lock:
+            self.heartbeat.maybe_beat(self._renewable)
         if self.shutdown.stopping:
             return self._drain()
         self.sweeper.maybe_run()
@@ -218,48 +228,49 @@ class Worker:
         return attempt.future is not None and attempt.future.done()
 
     def _on_done(self, attempt: Attempt, _future: object = None) -> None:
-        """A handler returned (called on its thread). The loop is woken only if it has an
-        ack to send now: while a flush is in flight, its end wakes the loop, which then
-        takes every attempt finished meanwhile -- a wake per job would be a tick per job
-        with nothing to do. Safe without a lock: ``busy`` is read after the attempt is
-        queued, and the loop clears ``busy`` before it reads the queue, so either the loop
-        sees this attempt or this reads ``busy`` false and wakes it. SQLite's acks are
-        inline (``busy`` only inside the loop's own flush): always woken there."""
+        """A handler returned (called on its thread). On PostgreSQL the acker is woken if
+        it rests (at work, it takes this attempt with the others before it rests); on
+        SQLite the loop flushes, so the loop is woken."""
         self.finished.append(attempt)
-        if self.acker.inline or not self.acker.busy:
+        if self.acker.inline:
             self.waker.set()
+        elif not self.acker.busy:
+            self.acker.kick()
 
     def _collect(self) -> None:
-        """Ack every attempt that finished: one flush for all of them (the acker); an
-        attempt with in-ack effects gets its own transaction. Removed from ``running`` once
-        acked; a flush that failed on the database hands its attempts back to be acked again."""
+        """Settle what the acker flushed (removed from ``running``), give it back what a
+        failed flush handed back, ack the attempts with in-ack effects one transaction
+        each, and have the acker flush the rest (inline on SQLite)."""
         self._forget(self.acker.flushed())
         self.finished.extend(self.acker.handed_back())
-        if self.acker.busy or not self.finished:  # they join the next flush
-            return
-        batch: list[tuple[Attempt, Finish]] = []
-        taken = self._take_finished()
-        for i, attempt in enumerate(taken):
-            finish = finish_of(attempt.future, attempt)  # type: ignore[arg-type]
-            if getattr(attempt, "effects", None) and finish.outcome is Outcome.SUCCESS:
-                try:
-                    deliver(attempt, finish)
-                except BaseException:  # the database: this one and the rest are acked again
-                    self.finished.extendleft(reversed([a for a, _ in batch] + taken[i:]))
-                    raise
-                self._let_go(attempt)
-            else:
-                batch.append((attempt, finish))
-        if batch:
-            self.acker.submit(batch)
+        self._deliver_effectful()
+        if self.finished:
+            self.acker.kick()
             self._forget(self.acker.flushed())
 
-    def _take_finished(self) -> list[Attempt]:
-        """Empty the queue one by one: handler threads may append to it meanwhile."""
-        taken = []
-        while self.finished:
-            taken.append(self.finished.popleft())
-        return taken
+    def _take_for_flush(self) -> list[tuple[Attempt, Finish]]:
+        """Every finished attempt for the next flush, marked ``acking`` (the acker's
+        thread, or the loop's on SQLite); those with in-ack effects go to the loop."""
+        batch: list[tuple[Attempt, Finish]] = []
+        with self.leases_lock:
+            while self.finished:
+                attempt = self.finished.popleft()  # one by one: handler threads append meanwhile
+                finish = finish_of(attempt.future, attempt)  # type: ignore[arg-type]
+                if attempt.effects and finish.outcome is Outcome.SUCCESS:
+                    self.effectful.append((attempt, finish))
+                else:
+                    attempt.acking = True
+                    batch.append((attempt, finish))
+        if self.effectful and not self.acker.inline:
+            self.waker.set()
+        return batch
+
+    def _deliver_effectful(self) -> None:
+        while self.effectful:
+            attempt, finish = self.effectful[0]
+            deliver(attempt, finish)  # a database error leaves it first in line for the next tick
+            self.effectful.popleft()
+            self._let_go(attempt)
 
     def _forget(self, acked: list[Attempt]) -> None:
         for attempt in acked:
