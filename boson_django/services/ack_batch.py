@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from boson_django import clock, conf, transitions
 from boson_django.errors import InvalidEnvelope, LeaseRejected, StoreError
@@ -27,9 +27,10 @@ from boson_django.services.types import LeaseRef
 from boson_django.states import JobState, Outcome
 
 
-@dataclass(frozen=True)
-class AckRequest:
-    """One ack of a batch: the arguments :func:`boson_django.services.ack` takes."""
+class AckRequest(NamedTuple):
+    """One ack of a batch: the arguments :func:`boson_django.services.ack` takes. Named
+    tuples rather than frozen dataclasses, this and the reply: a worker builds one of each
+    per job (frozen, 1.7 and 0.9 us against 0.4 and 0.3 us, measured)."""
 
     lease: Any
     outcome: Outcome | str
@@ -40,8 +41,7 @@ class AckRequest:
     result: Any = None
 
 
-@dataclass(frozen=True)
-class AckReply:
+class AckReply(NamedTuple):
     """What happened to one ack: the new ``state`` (None: deleted) at store time ``at``,
     or the ``error`` (``LeaseRejected``, ``InvalidEnvelope``) that refused it."""
 
@@ -105,8 +105,10 @@ def _ack_plain_pg(
     if not plain:
         return list(range(len(requests)))
     batch = [(ref.job_id, ref.fence, None if ok.result is None else _db.to_json(ok.result)) for _, ref, ok in plain.values()]
-    done, now = ack_pg.complete(connection, batch, conf.get().RETENTION_MS)
-    transitions.acked([(job, Outcome.SUCCESS, JobState.COMPLETED.value) for job in done.values()], now, using)
+    observed = transitions.active()
+    done, now = ack_pg.complete(connection, batch, conf.get().RETENTION_MS, details=observed)
+    if observed:
+        transitions.acked([(job, Outcome.SUCCESS, JobState.COMPLETED.value) for job in done.values()], now, using)
     for job_id in done:
         i, ref, _ = plain[job_id]
         replies[i] = AckReply(ref, state=JobState.COMPLETED.value, at=now)

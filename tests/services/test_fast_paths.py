@@ -670,7 +670,7 @@ def _ack_plan(leases: Sequence[LeaseRef]) -> str:
 
     params = [json.dumps([[lease.job_id, lease.fence, None] for lease in leases]), 1000, 0]
     with connection.cursor() as cursor:
-        cursor.execute("EXPLAIN " + ack_pg._sql(), params)
+        cursor.execute("EXPLAIN " + ack_pg._sql(False), params)
         return "\n".join(row[0] for row in cursor.fetchall())
 
 

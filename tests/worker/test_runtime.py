@@ -133,7 +133,7 @@ def test_the_loop_claims_with_its_session_setting_and_gives_the_connection_back(
         assert cursor.fetchone()[0] == "on"  # reset on the way out
 
 
-@pytest.mark.parametrize(("concurrency", "batch"), [(1, 1), (10, 10), (64, 64), (100, 64), (256, 64), (300, 75), (512, 128), (1024, 128)])
+@pytest.mark.parametrize(("concurrency", "batch"), [(1, 1), (10, 10), (64, 64), (100, 64), (256, 64), (300, 75), (512, 128), (1024, 256), (4096, 256)])
 def test_a_tick_admits_a_quarter_of_a_large_workers_slots_and_all_of_a_small_ones(concurrency, batch):
     from boson_django.worker.runtime import admission_batch
 
