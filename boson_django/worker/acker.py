@@ -124,7 +124,13 @@ class Acker:
     def _serve(self) -> None:
         _db.dedicate(connections[self.using])  # this thread's connection runs only the flushes
         while self._wake.get():
-            self._flush_until_done()
+            try:
+                self._flush_until_done()
+            except BaseException as exc:  # noqa: BLE001 -- a bug here must stop the loop, not hang it
+                self._busy = False
+                self._done.put(((), exc))
+                if self._on_flushed is not None:
+                    self._on_flushed()
         connections[self.using].close()
 
     def _flush_until_done(self) -> None:

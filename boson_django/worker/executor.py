@@ -212,8 +212,10 @@ class DaemonPool:
         for thread in self.threads:
             thread.start()
 
-    def submit(self, fn: Callable[[], Any], on_done: Callable[[JobFuture], None] | None = None) -> JobFuture:
-        future = JobFuture(on_done)
+    def submit(self, fn: Callable[[], Any], future: JobFuture) -> JobFuture:
+        """Run ``fn`` on a pool thread, settling ``future``: made by the caller, so that it
+        is where the caller keeps it before the call can end (another thread may read it
+        as soon as its callback runs)."""
         self.calls.put((fn, future))
         return future
 
@@ -275,7 +277,8 @@ class Executor:
             )
             future.add_done_callback(on_done)
         else:
-            future = attempt.future = self.pool.submit(lambda: _in_thread(attempt, found), on_done)
+            future = attempt.future = JobFuture(on_done)
+            self.pool.submit(lambda: _in_thread(attempt, found), future)
         return future
 
     def _loop_thread(self) -> LoopThread:

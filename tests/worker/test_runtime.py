@@ -191,3 +191,50 @@ def test_a_worker_lets_go_of_every_attempt_it_held(live_clock):
     assert all(state(r.id) == "completed" for r in results)
     assert worker.admitted == 10
     assert not worker.running and not worker.timed and not worker.heartbeat.lengths
+
+
+def test_an_attempt_holds_its_future_before_its_handler_can_end():
+    """The acker's thread reads ``attempt.future`` as soon as the done-callback has run,
+    and a pool thread may end the call before ``submit`` returns: the future must be in
+    place before the call is queued. Here the queue runs each call as it is put, the
+    earliest a pool thread could."""
+    from boson_django.worker.executor import DaemonPool, Executor
+    from tests.testapp.tasks import noop
+
+    class RunsAtOnce:
+        def put(self, item) -> None:
+            DaemonPool._call(*item)
+
+    executor = Executor(1, "race")
+    executor.pool.shutdown()
+    executor.pool.calls = RunsAtOnce()
+    attempt = _attempt(30_000)
+    attempt.unit = attempt.unit._replace(envelope=services.Envelope(task=noop.module_path, id="j1"))
+    seen: list[object] = []
+
+    executor.submit(attempt, lambda future: seen.append((future, attempt.future)), {})
+
+    assert len(seen) == 1 and seen[0][1] is seen[0][0], seen  # the callback saw the future in place
+
+
+def test_a_bug_in_the_ackers_thread_stops_the_loop_instead_of_hanging_it():
+    """The acker's thread takes the finished attempts itself: an error there (not a
+    database error, which hands the batch back) is raised in the loop, which would
+    otherwise wait forever for acks no one sends."""
+    import threading
+
+    from boson_django.worker.acker import Acker
+
+    woken = threading.Event()
+
+    def take():
+        raise RuntimeError("a bug in take")
+
+    acker = Acker("default", inline=False, take=take, pending=lambda: False, on_flushed=woken.set)
+    acker.start()
+    acker.kick()
+    assert woken.wait(10)
+    with pytest.raises(RuntimeError, match="a bug in take"):
+        acker.flushed()
+    assert not acker.busy
+    acker.stop(timeout_s=5)
