@@ -48,8 +48,9 @@ def complete(batch: Sequence[tuple[Attempt, Finish]], using: str) -> None:
                  for (a, f, r), r2 in zip(bad, retried)}
         live = [(a, fixed[id(a)][0]) if id(a) in fixed else (a, f) for a, f in live]
         replies = [fixed[id(a)][1] if id(a) in fixed else r for (a, _), r in zip(live, replies)]
+    unheard: dict[str, bool] = {}  # backend alias -> task_finished would reach no one (asked once per flush)
     for (attempt, finish), reply in zip(live, replies):
-        _settle(attempt, finish, reply)
+        _settle(attempt, finish, reply, unheard)
 
 
 def _request(attempt: Attempt, finish: Finish) -> AckRequest:
@@ -57,7 +58,7 @@ def _request(attempt: Attempt, finish: Finish) -> AckRequest:
                       logs=list(finish.logs), result=finish.result)
 
 
-def _settle(attempt: Attempt, finish: Finish, reply: AckReply) -> None:
+def _settle(attempt: Attempt, finish: Finish, reply: AckReply, unheard: dict[str, bool]) -> None:
     attempt.settled = True
     if isinstance(reply.error, LeaseRejected):
         log.warning("boson: job %s finished but its lease was lost; outcome %s not stored (%s)",
@@ -67,17 +68,21 @@ def _settle(attempt: Attempt, finish: Finish, reply: AckReply) -> None:
         log.error("boson: job %s: ack refused: %s", attempt.job_id, reply.error)
         return
     log_outcome(attempt, finish, reply.state)
-    _signal(attempt, finish, reply)
+    _signal(attempt, finish, reply, unheard)
 
 
-def _signal(attempt: Attempt, finish: Finish, reply: AckReply) -> None:
+def _signal(attempt: Attempt, finish: Finish, reply: AckReply, unheard: dict[str, bool]) -> None:
     """``task_finished``: built in memory for a first-run job acked completed, else from the
     store; not at all for a job whose start no one heard of either (see ``executor._started``)
-    when no one would hear of its end."""
+    when no one would hear of its end (``unheard``: the answers of this flush so far)."""
     first_completed = attempt.unit.first_run and reply.state == JobState.COMPLETED.value
     unbuilt = attempt.unbuilt_result_for
-    if first_completed and unbuilt is not None and taskresults.unheard(task_finished, unbuilt):
-        return
+    if first_completed and unbuilt is not None:
+        quiet = unheard.get(unbuilt)
+        if quiet is None:
+            quiet = unheard[unbuilt] = taskresults.unheard(task_finished, unbuilt)
+        if quiet:
+            return
     started = attempt.started()
     if started is None:
         return

@@ -92,8 +92,14 @@ def _started(attempt: Attempt, task: Any) -> tuple[Any, list[Any]]:
 _JSON_AS_IS = (type(None), bool, int, str)
 
 
+#: The finish of a handler that returned None, the commonest: one object for all of them.
+_RETURNED_NONE = Finish(Outcome.SUCCESS)
+
+
 def _succeeded(value: Any) -> Finish:
     """A return value is stored as JSON (as Django's backends normalise it)."""
+    if value is None:
+        return _RETURNED_NONE
     if type(value) in _JSON_AS_IS:
         return Finish(Outcome.SUCCESS, result=value)
     try:
