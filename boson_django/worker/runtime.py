@@ -214,7 +214,10 @@ class Worker:
         asked, got = self._admit(executor)
         if self._idle_exit(got):
             return True
-        if not (asked and got == asked):
+        if not (asked and got == asked) or len(self.running) >= self.concurrency:
+            # Straight on only while slots are free: with every slot taken a tick has
+            # nothing to do, and the handlers just started wait for the GIL it holds
+            # (an idle worker's wake-up: the job's handler started a tick later).
             self.waker.wait(self._sleep_s())
         return False
 

@@ -17,7 +17,7 @@ from boson_django.worker.runtime import WorkerOptions
 from boson_django.worker.sweeper import Sweeper
 from tests.testapp.tasks import add, gated
 from tests.worker.conftest import (
-    ACK_FLUSH, RowLock, ThreadWorker, burst, idle_worker, job, started_file, state, wait_until, waiting_backend,
+    ACK_FLUSH, Idle, RowLock, ThreadWorker, burst, idle_worker, job, started_file, state, wait_until, waiting_backend,
 )
 
 
@@ -238,3 +238,28 @@ def test_a_bug_in_the_ackers_thread_stops_the_loop_instead_of_hanging_it():
         acker.flushed()
     assert not acker.busy
     acker.stop(timeout_s=5)
+
+
+def test_a_worker_whose_slots_are_all_taken_waits_instead_of_ticking_again(live_clock, tmp_path):
+    """Admitting into the last free slot ends the tick: another would find no slot, and
+    the handlers just started would wait for the GIL it holds (an idle worker's wake-up
+    paid a whole tick before its job's handler ran)."""
+    with idle_worker(CONCURRENCY=1) as runner:
+        worker = runner.worker
+        admit = worker._admit
+        admitted: list[int] = []  # what each tick admitted, from the first that got a job
+
+        def counting_admit(executor):
+            asked, got = admit(executor)
+            if admitted or got:
+                admitted.append(got)
+            return asked, got
+
+        worker._admit = counting_admit
+        idle = Idle(runner)
+        result = gated.enqueue(str(tmp_path), 1)
+        started_file(tmp_path, result.id)
+        wait_until(idle, what="the loop asleep again")
+        assert admitted == [1], admitted
+        (tmp_path / "go").write_text("")
+        wait_until(lambda: state(result.id) == "completed", what="the gated job")
