@@ -248,10 +248,10 @@ class Worker:
         each, and have the acker flush the rest (inline on SQLite)."""
         self._forget(self.acker.flushed())
         self.finished.extend(self.acker.handed_back())
-        self._deliver_effectful()
         if self.finished:
             self.acker.kick()
             self._forget(self.acker.flushed())
+        self._deliver_effectful()  # after the kick: on SQLite its take has just set them aside
 
     def _take_for_flush(self) -> list[tuple[Attempt, Finish]]:
         """Every finished attempt for the next flush, marked ``acking`` (the acker's

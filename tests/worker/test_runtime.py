@@ -271,3 +271,15 @@ def test_a_worker_whose_slots_are_all_taken_waits_instead_of_ticking_again(live_
         assert steps[:2] == ["admitted 1", "waited"], steps
         (tmp_path / "go").write_text("")
         wait_until(lambda: state(result.id) == "completed", what="the gated job")
+
+
+def test_an_attempt_with_in_ack_effects_is_acked_by_the_tick_that_takes_it(live_clock, tmp_path):
+    """Such an attempt is set aside for the loop when the finished ones are taken (on
+    SQLite by the loop's own tick): that tick delivers it, no later poll is needed."""
+    from tests.testapp.fault_tasks import effect
+    from tests.testapp.models import Effect
+
+    with idle_worker():  # no poll for ten minutes; the next heartbeat in ten seconds
+        result = effect.enqueue(str(tmp_path))
+        wait_until(lambda: state(result.id) == "completed", timeout=5, what="the ack with its effect")
+    assert Effect.objects.filter(job_id=result.id).count() == 1
