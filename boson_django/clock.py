@@ -27,7 +27,7 @@ def now(using: str | None = None) -> datetime:
     with connection.cursor() as cursor:
         if _db.is_postgres(connection):
             cursor.execute(PG_NOW)
-            return _db.dt_value(cursor.fetchone()[0])  # type: ignore[return-value]
+            return _db.dt_not_null(cursor.fetchone()[0])
         cursor.execute(_SQLITE_NOW)
         row = cursor.fetchone()
     frozen_at, offset_ms = row if row else (None, 0)
@@ -38,8 +38,8 @@ def from_row(frozen_at: object, offset_ms: int | None, server_now: object) -> da
     """Store time from the clock row and the server's time (for queries that read them along
     with other things, saving a round trip)."""
     if frozen_at is not None:
-        return _db.dt_value(frozen_at)  # type: ignore[return-value]
-    return _db.dt_value(server_now) + timedelta(milliseconds=offset_ms or 0)  # type: ignore[operator]
+        return _db.dt_not_null(frozen_at)
+    return _db.dt_not_null(server_now) + timedelta(milliseconds=offset_ms or 0)
 
 
 def _state(using: str | None) -> tuple[datetime | None, int]:

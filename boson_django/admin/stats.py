@@ -76,7 +76,7 @@ def minute_counts(since: datetime, now: datetime) -> list[tuple[datetime, str, i
         ThroughputMinute.objects.filter(minute__gte=since, minute__lte=now)
         .values_list("minute", "outcome", "wait_bucket").annotate(n=Sum("count")).order_by()
     )
-    return [(_db.dt_value(m), o, b, n) for m, o, b, n in rows]  # type: ignore[misc]
+    return [(_db.dt_not_null(m), o, b, n) for m, o, b, n in rows]
 
 
 class Binned:

@@ -93,6 +93,14 @@ def dt_value(value: Any) -> datetime | None:
     return parsed
 
 
+def dt_not_null(value: Any) -> datetime:
+    """:func:`dt_value` of what SQL cannot leave NULL (a NOT NULL column, the store clock)."""
+    parsed = dt_value(value)
+    if parsed is None:
+        raise ValueError(f"a timestamp was expected, got {value!r}")
+    return parsed
+
+
 def placeholders(values: Sequence[Any]) -> str:
     return ", ".join(["%s"] * len(values))
 

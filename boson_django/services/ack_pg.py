@@ -135,14 +135,16 @@ def complete(
         connection, _sql(details), [_db.to_json(by_id), retention_ms, random.randrange(throughput.SHARDS)],
         planner=_PLANNER,
     )
-    now = _db.dt_value(rows[0]["store_now"])
-    if not details:
-        return dict.fromkeys(rows[0]["ids"]), now  # type: ignore[return-value]
-    done: dict[str, Completed | None] = {
-        row["id"]: Completed(row["id"], row["task"], row["queue"], row["fence"], _db.dt_value(row["attempted_at"]))
-        for row in rows if row["id"] is not None
-    }
-    return done, now  # type: ignore[return-value]
+    now = _db.dt_not_null(rows[0]["store_now"])
+    done: dict[str, Completed | None]
+    if details:
+        done = {
+            row["id"]: Completed(row["id"], row["task"], row["queue"], row["fence"], _db.dt_value(row["attempted_at"]))
+            for row in rows if row["id"] is not None
+        }
+    else:
+        done = dict.fromkeys(rows[0]["ids"])
+    return done, now
 
 
 @functools.cache

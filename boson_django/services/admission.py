@@ -231,7 +231,7 @@ def _unit(row: dict[str, Any]) -> AdmissionUnit:
         attempt=row["attempt"],
         crash_attempt=row["crash_attempt"],
         checkpoint=decoded(row["checkpoint"], UNREADABLE),
-        lease_expires_at=_db.dt_value(row["lease_expires_at"]),  # type: ignore[arg-type]
+        lease_expires_at=_db.dt_not_null(row["lease_expires_at"]),
         enqueued_at=_db.dt_value(row["enqueued_at"]),
         started_at=_db.dt_value(row["started_at"]),
         attempted_at=_db.dt_value(row["attempted_at"]),

@@ -35,7 +35,7 @@ class Buckets:
                 cursor, "boson_bucket", "name", '"limit", window_ms, burst, tokens, refilled_at', wanted, wait=wait
             )
         for name, limit, window_ms, burst, tokens, refilled_at in rows:
-            state = BucketState(limit, window_ms, burst, tokens, _db.dt_value(refilled_at))  # type: ignore[arg-type]
+            state = BucketState(limit, window_ms, burst, tokens, _db.dt_not_null(refilled_at))
             state.refill(self.now)
             self.loaded[name] = state
         self.busy.update(busy)

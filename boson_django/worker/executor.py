@@ -218,12 +218,11 @@ class DaemonPool:
         for thread in self.threads:
             thread.start()
 
-    def submit(self, fn: Callable[[], Any], future: JobFuture) -> JobFuture:
+    def submit(self, fn: Callable[[], Any], future: JobFuture) -> None:
         """Run ``fn`` on a pool thread, settling ``future``: made by the caller, so that it
         is where the caller keeps it before the call can end (another thread may read it
         as soon as its callback runs)."""
         self.calls.put((fn, future))
-        return future
 
     def _serve(self) -> None:
         while (item := self.calls.get()) is not None:
