@@ -3,6 +3,8 @@
 import os
 import tempfile
 
+import django
+
 DB = os.environ.get("BOSON_TEST_DB", "sqlite")
 SECRET_KEY = "tests-only-not-secret"
 USE_TZ = True
@@ -22,6 +24,9 @@ try:  # Django 5.2 uses the backport; Django 6 ships django.tasks.
     import django.tasks  # noqa: F401
 except ImportError:
     INSTALLED_APPS.insert(0, "django_tasks")
+
+if django.VERSION >= (6, 1):  # MAILERS replaces EMAIL_BACKEND; the quickstart's sample task sends mail
+    MAILERS = {"default": {"BACKEND": "django.core.mail.backends.locmem.EmailBackend"}}
 
 if DB == "postgres":
     DATABASES = {

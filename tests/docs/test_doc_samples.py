@@ -50,6 +50,12 @@ def _module(page: pathlib.Path) -> types.ModuleType:
     return module
 
 
+def _savepoint() -> str:
+    """A savepoint of the current transaction (Django 6.1 renamed ``savepoint`` to
+    ``savepoint_create`` and deprecated the old name)."""
+    return getattr(transaction, "savepoint_create", transaction.savepoint)()
+
+
 def _call_tests(namespace: dict) -> int:
     called = 0
     for name, fn in list(namespace.items()):
@@ -57,7 +63,7 @@ def _call_tests(namespace: dict) -> int:
             continue
         params = list(inspect.signature(fn).parameters)
         assert set(params) <= {"db", "boson_clock"}, f"{name} asks for unknown fixtures {params}"
-        savepoint = transaction.savepoint()  # each test starts from the store as it was
+        savepoint = _savepoint()  # each test starts from the store as it was
         with frozen_clock() as frozen:
             fn(**{p: (frozen if p == "boson_clock" else None) for p in params})
         transaction.savepoint_rollback(savepoint)
@@ -79,7 +85,7 @@ def test_pages_have_samples():
 def test_python_samples_run(page, db):
     module = _module(page)
     namespace = module.__dict__
-    savepoint = transaction.savepoint()
+    savepoint = _savepoint()
     try:
         for number, code in enumerate(blocks(page), 1):
             compiled = compile(_adapt(code), f"{page.name}[python block {number}]", "exec")
