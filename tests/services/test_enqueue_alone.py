@@ -158,3 +158,21 @@ def test_without_prepared_statements_the_statement_decides_the_same(live_clock):
         row = job_row(enqueue_one(SEND_MAIL, args=["a@x"], unique_key="once"))
         (again,) = services.enqueue([envelope(SEND_MAIL, args=["b@x"], unique_key="once")])
     assert (row["queue"], row["state"], again.id, again.disposition) == ("mail", "available", row["id"], "duplicate")
+
+
+def test_code_defaults_follow_the_settings_in_force_from_one_call_to_the_next(live_clock, settings):
+    """A task's resolved defaults are kept between calls only while the settings they came
+    from are the ones in force."""
+    first = job_row(enqueue_one(NOOP))
+    settings.BOSON = {**settings.BOSON, "MAX_ATTEMPTS": first["max_attempts"] + 4, "RETENTION_MS": 1234}
+    second = job_row(enqueue_one(NOOP))
+    assert (second["max_attempts"], second["retention_ms"]) == (first["max_attempts"] + 4, 1234)
+    settings.BOSON = {**settings.BOSON, "MAX_ATTEMPTS": 0}  # a bad default: an error for the jobs that rely on it
+    with pytest.raises(InvalidEnvelope, match="max_attempts"):
+        enqueue_one(NOOP)
+    assert job_row(enqueue_one(NOOP, max_attempts=2))["max_attempts"] == 2
+    services.set_task_config(NOOP, max_attempts=7)
+    assert job_row(enqueue_one(NOOP))["max_attempts"] == 7
+    services.set_task_config(NOOP, max_attempts=None)
+    with pytest.raises(InvalidEnvelope, match="max_attempts"):
+        enqueue_one(NOOP)
