@@ -60,7 +60,8 @@ DOCS: dict[str, str] = {
     "NOTIFY_CHANNEL": "PostgreSQL channel used for wake-ups.",
     "PREPARED_STATEMENTS": (
         "PostgreSQL with psycopg 3: prepare the hot statements (claim, ack, one-job enqueue) once per connection instead of "
-        "planning them on every call, and let the worker keep the claim's planner setting for its connection's session "
+        "planning them on every call (each that is its own transaction runs on libpq directly: see docs/design.md), "
+        "and let the worker keep the claim's planner setting for its connection's session "
         "(one round trip per claim instead of three). False behind a pooler in transaction mode (e.g. PgBouncer): it "
         "hands a session to other clients between transactions, so session settings would leak to them and prepared "
         "statements may be lost."
