@@ -10,7 +10,8 @@ it runs with ``PQexecPrepared`` (which waits with the GIL released) and its rows
 by the cursor's own loaders, so they come back exactly as the cursor returned them.
 
 Only parameters whose text form is unambiguous go this way: None, bool, int, float, str
-and aware datetimes. A statement with any other value -- or a str PostgreSQL would refuse,
+and aware datetimes. Their types come from the statement (a ``%s`` with nothing to type
+it is text): the hot statements cast or compare each parameter. A statement with any other value -- or a str PostgreSQL would refuse,
 such as one holding a NUL -- runs through the cursor as before (:func:`run` returns None),
 so its error is psycopg's own. One difference remains: while the statement waits (for a
 row lock, say), a signal's Python handler runs only once it returns.
