@@ -216,7 +216,7 @@ def emit(result: dict) -> None:
 def peer_parser() -> argparse.ArgumentParser:
     """The options every peer driver takes; a driver adds its worker's own."""
     p = argparse.ArgumentParser()
-    p.add_argument("what", choices=["peers", "worker"])
+    p.add_argument("what", choices=["peers", "single", "worker"])
     p.add_argument("--n", type=int, default=20_000)
     p.add_argument("--single", type=int, default=1_000)
     p.add_argument("--reps", type=int, default=3)
@@ -228,7 +228,11 @@ def peer_parser() -> argparse.ArgumentParser:
 def measure_peer(args: argparse.Namespace, bulk: Callable[[int], float], single: Callable[[int], float],
                  drains: dict[str, Callable[[int, float], float]], wakeup: Callable[[int], dict]) -> None:
     """The same rounds for every peer: bulk, one-at-a-time and each drain configuration
-    ``args.reps`` times, then the wake-up; prints the result for bench/run.py."""
+    ``args.reps`` times, then the wake-up; prints the result for bench/run.py. ``single``:
+    the one-at-a-time enqueue alone (bench/run.py's turns)."""
+    if args.what == "single":
+        emit({"single": [single(args.single) for _ in range(args.reps)]})
+        return
     out: dict = {"bulk": [], "single": [], **{name: [] for name in drains}}
     for _ in range(args.reps):
         out["bulk"].append(bulk(args.n))

@@ -15,7 +15,10 @@ idle worker) where the system wakes on NOTIFY. Boson only: admission time per ba
 default), worker RSS at concurrency 32, SQLite drain with one worker. Results: a table on
 stdout and bench/results/<stamp>.json. The systems take turns: every system's first rep,
 then every system's second, and so on, so that the host's drift from minute to minute
-falls on all of them alike.
+falls on all of them alike. The one-at-a-time enqueue, under a second for each system,
+takes turns of its own after the reps (``--single-turns``, five by default): each
+system's driver measures it alone, one system right after another, and the table reports
+the median of the turns.
 
 With ``--quick`` the exit status is 1 when any system could not be installed, its driver
 failed, or a measurement came back empty (CI runs it so that no driver can rot); a peer
@@ -153,12 +156,32 @@ def merged(before: dict | None, rep: dict) -> dict:
     return out
 
 
+def single_turns(ready: dict[str, str], errors: dict[str, str], raw: dict[str, dict], turns: int, n: str) -> None:
+    """The one-at-a-time enqueue again, alone, the systems one right after another, ``turns``
+    times (into ``single_turns``). Inside the reps each system's was 20-40 s from the
+    next system's; this host's speed swings by a third within a minute (boson's and
+    pgqueuer's rounds of 2026-12-02, 02:00: 0.58x, 1.19x, 0.94x), and one-at-a-time, a
+    commit each, is the measurement that swing moves most."""
+    for turn in range(turns):
+        for name, exe in ready.items():
+            if name in errors:
+                continue
+            result = run_driver(name, exe, ["single", "--single", n, "--reps", "1"], timeout=300)
+            if "error" in result:
+                errors[name] = result["error"]
+                print(f"[bench] {name}: FAILED {result['error']}", flush=True)
+                continue
+            raw[name]["single_turns"] = raw[name].get("single_turns", []) + result["single"]
+        line = ", ".join(f"{name} {raw[name]['single_turns'][-1]:,.0f}" for name in ready if name not in errors)
+        print(f"[bench] one-at-a-time, turn {turn + 1} of {turns}: {line}", flush=True)
+
+
 def summary(result: dict) -> dict:
     drains = {k: med(result.get(k)) for k in DRAIN_KEYS if result.get(k)}
     best = max(drains, key=lambda k: drains[k]) if drains else None  # type: ignore[arg-type,return-value]
     wake = result.get("wakeup") or {}
     return {
-        "bulk": med(result.get("bulk")), "single": med(result.get("single")),
+        "bulk": med(result.get("bulk")), "single": med(result.get("single_turns") or result.get("single")),
         "drain_default": drains.get("drain"), "drain_best": drains.get(best) if best else None, "drain_best_config": best,
         "wake_p50": wake.get("p50_ms"), "wake_p95": wake.get("p95_ms"), "wake_polling": wake.get("polling", False),
     }
@@ -237,6 +260,7 @@ def main() -> None:
     p.add_argument("--skip-scale", action="store_true", help="skip boson's scale and SQLite measurements")
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--window", type=float, default=8.0, help="seconds each drain is measured for, at most")
+    p.add_argument("--single-turns", type=int, default=5, help="turns of the one-at-a-time enqueue alone")
     a = p.parse_args()
     reps = 1 if a.quick else a.reps
     sizes = (["--n", "300", "--single", "30", "--wakeups", "3", "--window", "2"] if a.quick
@@ -277,6 +301,7 @@ def main() -> None:
                 continue
             raw[name] = merged(raw.get(name), result)
             print(f"[bench] {name}: {json.dumps(summary(result))} ({result['seconds']}s)", flush=True)
+    single_turns(ready, errors, raw, 1 if a.quick else a.single_turns, sizes[sizes.index("--single") + 1])
     for name in ready:
         if name in errors:
             continue

@@ -1,8 +1,9 @@
 """boson_django in the benchmark. Run by bench/run.py in bench/.venvs/boson:
 
-    python bench/systems/boson.py peers|scale|sqlite|long [--n N] [--reps R]
+    python bench/systems/boson.py peers|single|scale|sqlite|long [--n N] [--reps R]
 
 ``peers``: the measurements every system gets (bulk, one-at-a-time, drain, wake-up);
+``single``: the one-at-a-time enqueue alone (bench/run.py's turns);
 ``scale``: boson-only (admission at 10k vs 1M queued, 4 processes vs 1 at the
 given and at the default concurrency, RSS at concurrency 32, a long drain's first fifth
 against its last); ``long``: that long drain alone (``--long N``); ``sqlite``: drain
@@ -275,7 +276,7 @@ def sqlite(args: argparse.Namespace) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("what", choices=["peers", "scale", "sqlite", "drain", "enqueue", "wakeup", "long"])
+    parser.add_argument("what", choices=["peers", "single", "scale", "sqlite", "drain", "enqueue", "wakeup", "long"])
     parser.add_argument("--n", type=int, default=20_000)
     parser.add_argument("--single", type=int, default=1_000)
     parser.add_argument("--reps", type=int, default=3)
@@ -290,6 +291,9 @@ def main() -> None:
     if args.what == "wakeup":
         setup()
         result = {"wakeup": [wakeup(args.wakeups) for _ in range(args.reps)]}
+    elif args.what == "single":
+        setup()
+        result = {"single": [one_at_a_time(args.single) for _ in range(args.reps)]}
     elif args.what == "enqueue":
         setup()
         result = {"bulk": [bulk(args.n) for _ in range(args.reps)], "single": [one_at_a_time(args.single) for _ in range(args.reps)]}

@@ -146,7 +146,7 @@ def worker(system: str, draining: bool) -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("what", choices=["peers", "worker"])
+    p.add_argument("what", choices=["peers", "single", "worker"])
     p.add_argument("--system", choices=sorted(DBS), required=True)
     p.add_argument("--n", type=int, default=5_000)
     p.add_argument("--single", type=int, default=1_000)
@@ -164,6 +164,9 @@ def main() -> None:
 
     call_command("migrate", verbosity=0)
     peer = Peer(a.system)
+    if a.what == "single":
+        common.emit({"single": [single(peer, a.single) for _ in range(a.reps)]})
+        return
     out: dict = {"bulk": [], "single": [], "drain": []}
     for _ in range(a.reps):
         out["bulk"].append(bulk(peer, a.n))
