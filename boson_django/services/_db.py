@@ -135,10 +135,9 @@ def one_statement(
     connection (no planning per call) and reads timestamps with psycopg's C loader
     (Django's is pure Python). Inside the caller's transaction it joins that, without
     the settings; in autocommit with no settings the statement alone is the transaction
-    (a ``BEGIN``/``COMMIT`` around it waited for more than it saved). The statement
-    itself runs on libpq directly (:mod:`boson_django.services._libpq`: ~40 us of
-    client CPU less than psycopg's cursor). psycopg2 gets the same statement in an
-    ordinary transaction.
+    (a ``BEGIN``/``COMMIT`` around it waited for more than it saved), and runs on libpq
+    directly (:mod:`boson_django.services._libpq`: ~40 us of client CPU less than
+    psycopg's cursor). psycopg2 gets the same statement in an ordinary transaction.
 
     Django turns psycopg's preparing off (``prepare_threshold`` None) because poolers in
     transaction mode lose prepared statements; planning these statements costs more than
@@ -162,9 +161,11 @@ def one_statement(
         with connection.wrap_database_errors:
             if planner and raw.autocommit and not connection.in_atomic_block and _session_settings(connection, planner):
                 planner = ()  # they hold for the whole session of this dedicated connection
-            if connection.in_atomic_block or (raw.autocommit and not planner):
-                return _prepared(connection, cursor, sql, params)  # autocommit: its own transaction already
-            return _with_settings(connection, cursor, sql, params, planner)
+            if connection.in_atomic_block:
+                return _on_cursor(cursor, sql, params)
+            if raw.autocommit and not planner:
+                return _alone(connection, cursor, sql, params)  # autocommit: its own transaction already
+            return _with_settings(raw, cursor, sql, params, planner)
     finally:
         raw.prepare_threshold = threshold
 
@@ -225,29 +226,31 @@ def _session_settings(connection: BaseDatabaseWrapper, planner: Sequence[str]) -
     return True
 
 
-def _prepared(connection: BaseDatabaseWrapper, cursor: Any, sql: str, params: Sequence[Any]) -> list[dict[str, Any]]:
-    """The statement, prepared: on libpq itself (:mod:`._libpq`) unless a parameter needs
-    psycopg's adaptation, or ``PREPARED_STATEMENTS`` is off."""
+def _alone(connection: BaseDatabaseWrapper, cursor: Any, sql: str, params: Sequence[Any]) -> list[dict[str, Any]]:
+    """A statement that is its own transaction: on libpq itself (:mod:`._libpq`) unless a
+    parameter needs psycopg's adaptation, or ``PREPARED_STATEMENTS`` is off."""
     if conf.get().PREPARED_STATEMENTS:
         rows = _libpq.run(connection, cursor, sql, params)
         if rows is not None:
             return rows
+    return _on_cursor(cursor, sql, params)
+
+
+def _on_cursor(cursor: Any, sql: str, params: Sequence[Any]) -> list[dict[str, Any]]:
+    """The statement through psycopg's cursor, prepared (inside a transaction: see :mod:`._libpq`)."""
     cursor.execute(sql, params, prepare=True)
-    fetched: list[dict[str, Any]] = cursor.fetchall()
-    return fetched
+    rows: list[dict[str, Any]] = cursor.fetchall()
+    return rows
 
 
-def _with_settings(
-    connection: BaseDatabaseWrapper, cursor: Any, sql: str, params: Sequence[Any], planner: Sequence[str]
-) -> list[dict[str, Any]]:
+def _with_settings(raw: Any, cursor: Any, sql: str, params: Sequence[Any], planner: Sequence[str]) -> list[dict[str, Any]]:
     """``BEGIN`` and the ``SET LOCAL`` settings go as one simple-protocol message (one
     round trip instead of one each), then the prepared statement, then ``COMMIT``. Not
     in pipeline mode: a worker hung once in a pipeline while its connection was killed."""
-    raw = connection.connection
     settings = "".join(f"; SET LOCAL {setting}" for setting in planner)
     raw.execute(f"BEGIN{settings}")
     try:
-        rows = _prepared(connection, cursor, sql, params)
+        rows = _on_cursor(cursor, sql, params)
         raw.execute("COMMIT")
     except BaseException:
         _roll_back_quietly(raw)

@@ -11,10 +11,11 @@ by the cursor's own loaders, so they come back exactly as the cursor returned th
 
 Only parameters whose text form is unambiguous go this way: None, bool, int, float, str
 and aware datetimes. Their types come from the statement (a ``%s`` with nothing to type
-it is text): the hot statements cast or compare each parameter. A statement with any other value -- or a str PostgreSQL would refuse,
-such as one holding a NUL -- runs through the cursor as before (:func:`run` returns None),
-so its error is psycopg's own. One difference remains: while the statement waits (for a
-row lock, say), a signal's Python handler runs only once it returns.
+it is text): the hot statements cast or compare each parameter. A statement with any
+other value -- or a str PostgreSQL would refuse, such as one holding a NUL -- runs
+through the cursor as before (:func:`run` returns None), so its error is psycopg's own.
+One difference remains: while the statement waits (for a row lock, say), a signal's
+Python handler runs only once it returns.
 
 Only a statement that is its own transaction (autocommit, none open) goes this way, which
 is how the worker runs its claims and flushes and how a one-job enqueue outside

@@ -308,15 +308,8 @@ class _Policies:
         return row
 
     def _resolve(self, task: str) -> tuple[dict[str, Any], dict[str, Any]]:
-        row = self.configs.get(task, {})
-        settings, code = conf.get(), registry.get(task)
-        known = None if row else _CODE_DEFAULTS.get(task)
-        if known is not None and known[0] is settings and known[1] is code:
-            resolved = known[2]
-        else:
-            resolved = _checked_defaults(config.resolve(task, {}, row))
-            if not row:
-                _CODE_DEFAULTS[task] = settings, code, resolved
+        row = self.configs.get(task)
+        resolved = _checked_defaults(config.resolve(task, {}, row)) if row else _code_defaults(task)
         self._defaults[task] = resolved
         return resolved
 
@@ -326,6 +319,16 @@ class _Policies:
 #: from -- the settings object (``override_settings`` makes a new one) and the registered
 #: Task (frozen) -- and used only while both are still the ones in force.
 _CODE_DEFAULTS: dict[str, tuple[Any, Any, tuple[dict[str, Any], dict[str, Any]]]] = {}
+
+
+def _code_defaults(task: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    settings, code = conf.get(), registry.get(task)
+    known = _CODE_DEFAULTS.get(task)
+    if known is not None and known[0] is settings and known[1] is code:
+        return known[2]
+    resolved = _checked_defaults(config.resolve(task, {}, {}))
+    _CODE_DEFAULTS[task] = settings, code, resolved
+    return resolved
 
 
 def _checked_defaults(base: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
