@@ -149,6 +149,14 @@ def reads_store() -> int:
 
 
 @task
+def state_of(job_id: str) -> str:
+    """Another job's state as this handler sees it when it starts."""
+    from boson_django.models import Job
+
+    return Job.objects.get(id=job_id).state
+
+
+@task
 def gc_threshold() -> int:
     """The garbage collector's first threshold as the handler sees it."""
     import gc

@@ -15,7 +15,7 @@ from boson_django.worker import embedded
 from boson_django.worker.heartbeat import Heartbeat
 from boson_django.worker.runtime import WorkerOptions
 from boson_django.worker.sweeper import Sweeper
-from tests.testapp.tasks import add, gated
+from tests.testapp.tasks import add, gated, state_of
 from tests.worker.conftest import (
     ACK_FLUSH, Idle, RowLock, ThreadWorker, burst, idle_worker, job, started_file, state, wait_until, waiting_backend,
 )
@@ -94,11 +94,12 @@ def test_embedded_autostart_only_in_web_processes(monkeypatch, argv, setting, ex
 
 
 @pytest.mark.postgres
-def test_a_slot_is_freed_by_the_ack_landing_not_by_the_handler_returning(live_clock, tmp_path):
-    """A job admitted while the previous ack is still in flight could kill the process (a
-    poison job) before that ack commits: the finished job would be re-run as a crash."""
+def test_a_job_claimed_into_a_slot_whose_ack_is_in_flight_starts_once_that_ack_lands(live_clock, tmp_path):
+    """A job started while the previous ack is still in flight could kill the process (a
+    poison job) before that ack commits: the finished job would be re-run as a crash. The
+    claim into that slot overlaps the flush; the start waits for its commit."""
     first = gated.enqueue(str(tmp_path), 1)
-    second = add.enqueue(2, 2)  # waits: one slot
+    second = state_of.enqueue(first.id)  # waits: one slot
     with ThreadWorker(concurrency=1):
         started_file(tmp_path, first.id)
         holder = RowLock(first.id)  # the ack will wait
@@ -106,12 +107,43 @@ def test_a_slot_is_freed_by_the_ack_landing_not_by_the_handler_returning(live_cl
             (tmp_path / "go").write_text("go")
             wait_until(lambda: (tmp_path / f"finished-{first.id}").exists(), what="the first handler to return")
             wait_until(lambda: waiting_backend(ACK_FLUSH), what="the ack flush to wait for the row")
-            released_at = live_clock.advance(1_000)  # store time moves on while the ack waits
+            wait_until(lambda: state(second.id) == "running", what="the second job claimed while the ack waits")
+            assert state(first.id) == "running"  # its ack still waits
         finally:
             holder.release()
         wait_until(lambda: state(second.id) == "completed", what="the second job")
-    # The second job was admitted only once the first one's ack could commit.
-    assert job(second.id).attempted_at >= released_at
+    # When the second job's handler started, the first job's ack had committed.
+    assert state_of.get_result(second.id).return_value == "completed"
+
+
+@pytest.mark.postgres
+def test_a_job_cancelled_while_it_waits_for_its_slot_never_starts(live_clock, tmp_path):
+    first = gated.enqueue(str(tmp_path), 1)
+    second = gated.enqueue(str(tmp_path), 2)  # says when it starts: a file
+    third = add.enqueue(1, 2)
+    with ThreadWorker(concurrency=1) as runner:
+        started_file(tmp_path, first.id)
+        holder = RowLock(first.id)  # the first job's ack waits, so the second cannot start
+        try:
+            (tmp_path / "go").write_text("go")
+            wait_until(lambda: state(second.id) == "running", what="the second job claimed while the ack waits")
+            assert services.cancel(second.id)
+            gated_ = runner.worker.gated
+            wait_until(lambda: gated_ and gated_[0][0].settled, what="the worker to learn of the cancel")
+        finally:
+            holder.release()
+        wait_until(lambda: state(third.id) == "completed", what="the third job, in the slot")
+        assert not runner.worker.gated and second.id not in runner.worker.running
+    assert state(second.id) == "cancelled"
+    assert (tmp_path / f"started-{first.id}-1").exists()
+    assert not list(tmp_path.glob(f"started-{second.id}-*"))  # its handler never ran
+
+
+def test_a_large_worker_claims_only_into_slots_whose_acks_have_landed():
+    from boson_django.worker.runtime import Worker
+
+    assert Worker(WorkerOptions(concurrency=64))._borrows is (connection.vendor == "postgresql")
+    assert not Worker(WorkerOptions(concurrency=65))._borrows  # admits a quarter at a time already
 
 
 @pytest.mark.postgres
