@@ -215,12 +215,12 @@ class Worker:
         """Returns True when the worker is done."""
         self._keep_connection()
         self._collect()
-        self._start_cleared(executor)
         self._enforce_timeouts()
         with self.leases_lock:
             self.heartbeat.maybe_beat(self._renewable)
         if self.shutdown.stopping:
             return self._drain()
+        self._start_cleared(executor)
         self.sweeper.maybe_run()
         asked, got = self._admit(executor)
         if self._idle_exit(got):
@@ -414,6 +414,7 @@ class Worker:
         """Stopping: wait for running jobs within the grace, then release the rest."""
         if not self._announced_stop:
             self._announced_stop = True
+            self._hand_back_gated()
             log.info("boson: stopping (%s); %d running jobs have %.1fs to finish",
                      ", ".join(self.shutdown.reasons), len(self._held()), self.shutdown.seconds_left())
         held = self._held()
@@ -425,11 +426,20 @@ class Worker:
         self.waker.wait(min(self.shutdown.seconds_left(), self.heartbeat.seconds_left(), self.poll_s))
         return False
 
-    def _release(self, held: list[Attempt]) -> None:
+    def _hand_back_gated(self) -> None:
+        """A stopping worker starts no new job: the gated ones, claimed but never started,
+        go back to their queue at once (attempt and crash counts kept)."""
+        gated = [attempt for attempt, _ in self.gated]
+        self.gated.clear()
+        self._release([attempt for attempt in gated if not attempt.settled], "never started: the worker is stopping")
+        for attempt in gated:
+            self._let_go(attempt)
+
+    def _release(self, held: list[Attempt], why: str = "shutdown grace over") -> None:
         for attempt in held:
             try:
                 services.release(attempt.lease, using=self.using)
-                log.info("boson: released job %s (shutdown grace over)", attempt.job_id)
+                log.info("boson: released job %s (%s)", attempt.job_id, why)
             except LeaseRejected as exc:
                 log.warning("boson: could not release job %s: %s", attempt.job_id, exc)
             attempt.lost("released because the worker is shutting down")

@@ -139,6 +139,28 @@ def test_a_job_cancelled_while_it_waits_for_its_slot_never_starts(live_clock, tm
     assert not list(tmp_path.glob(f"started-{second.id}-*"))  # its handler never ran
 
 
+@pytest.mark.postgres
+def test_a_stopping_worker_hands_back_a_job_waiting_for_its_slot_without_starting_it(live_clock, tmp_path):
+    first = gated.enqueue(str(tmp_path), 1)
+    second = gated.enqueue(str(tmp_path), 2)  # says when it starts: a file
+    runner = ThreadWorker(concurrency=1, grace_ms=60_000).__enter__()  # not handed back for want of grace
+    try:
+        started_file(tmp_path, first.id)
+        holder = RowLock(first.id)  # the first job's ack waits, so the second cannot start
+        try:
+            (tmp_path / "go").write_text("go")
+            wait_until(lambda: state(second.id) == "running", what="the second job claimed while the ack waits")
+            runner.worker.stop()
+            wait_until(lambda: state(second.id) == "available", what="the second job handed back")
+        finally:
+            holder.release()
+    finally:
+        assert runner.stop() == 0
+    assert state(first.id) == "completed"
+    assert job(second.id).attempt == 0 and job(second.id).runs.get().outcome == "released"
+    assert not list(tmp_path.glob(f"started-{second.id}-*"))  # its handler never ran
+
+
 def test_a_large_worker_claims_only_into_slots_whose_acks_have_landed():
     from boson_django.worker.runtime import Worker
 
