@@ -154,8 +154,9 @@ def drain_started(n: int, concurrency: int, processes: int, window_s: float = 12
         return procs
 
     rate = common.drain_rate(start, counted, n, window_s=window_s)
-    if counted() != completed():  # the workers have stopped: the two must agree
-        raise RuntimeError(f"throughput counter {counted()} != completed jobs {completed()}")
+    counter, finished = counted(), completed()
+    if counter != finished:  # the workers have stopped: the two must agree
+        raise RuntimeError(f"throughput counter {counter} != completed jobs {finished}")
     return rate
 
 

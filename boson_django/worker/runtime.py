@@ -246,11 +246,15 @@ class Worker:
         return attempt.future is not None and attempt.future.done()
 
     def _busy_slots(self) -> int:
-        """Slots whose handler has not returned (or not started): a finished attempt's slot
-        can be claimed into while its ack is in flight (``_admit``)."""
+        """Slots whose handler has not returned (or not started)."""
+        return len(self.running) - len(self._lendable())
+
+    def _lendable(self) -> list[Attempt]:
+        """Finished attempts whose slots can be claimed into while their acks are in flight
+        (``_admit``): none in a worker that does not borrow."""
         if not self._borrows:
-            return len(self.running)
-        return sum(1 for attempt in self.running.values() if not self._finished(attempt))
+            return []
+        return [attempt for attempt in self.running.values() if self._finished(attempt)]
 
     def _on_done(self, attempt: Attempt, _future: object = None) -> None:
         """A handler returned (called on its thread). On PostgreSQL the acker is woken if
@@ -328,13 +332,14 @@ class Worker:
         # job waits in ``gated`` until the acks of every attempt finished at the time of
         # the claim have landed (at concurrency 10 the claim and the flush, each ~0.6 ms
         # of the server, then overlap instead of taking turns).
+        lendable = self._lendable()
         vacant = max(self.concurrency - len(self.running), 0)
-        free = min(self.concurrency - self._busy_slots(), self.admit_batch)
+        free = min(self.concurrency - len(self.running) + len(lendable), self.admit_batch)
         if self.options.max_jobs is not None:
             free = min(free, self.options.max_jobs - self.admitted)
         if free <= 0:
             return 0, 0
-        gate = tuple(a for a in self.running.values() if self._finished(a)) if free > vacant else ()
+        gate = tuple(lendable) if free > vacant else ()
         units = services.admit(self.worker_id, self.options.queues, free, using=self.using)
         known: Known = {}
         for unit in units:

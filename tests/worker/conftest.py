@@ -154,6 +154,20 @@ class RowLock:
         self.conn.close()
 
 
+@contextmanager
+def ack_held(folder: pathlib.Path, job_id: str) -> Iterator[None]:
+    """Lets the ``gated`` job ``job_id`` (started, concurrency 1) return while its ack
+    waits on a row lock held to the end of the block: a job claimed meanwhile into its
+    slot waits there to be started."""
+    started_file(folder, job_id)
+    holder = RowLock(job_id)
+    try:
+        (folder / "go").write_text("go")
+        yield
+    finally:
+        holder.release()
+
+
 #: The query of an ack flush (``services.ack_pg``), for :func:`waiting_backend`.
 ACK_FLUSH = "%UPDATE boson_job j SET state = 'completed'%"
 #: A fenced write of the general path, which locks the job row first.

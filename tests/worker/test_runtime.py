@@ -17,7 +17,7 @@ from boson_django.worker.runtime import WorkerOptions
 from boson_django.worker.sweeper import Sweeper
 from tests.testapp.tasks import add, gated, state_of
 from tests.worker.conftest import (
-    ACK_FLUSH, Idle, RowLock, ThreadWorker, burst, idle_worker, job, started_file, state, wait_until, waiting_backend,
+    ACK_FLUSH, Idle, ThreadWorker, ack_held, burst, idle_worker, job, started_file, state, wait_until, waiting_backend,
 )
 
 
@@ -101,16 +101,11 @@ def test_a_job_claimed_into_a_slot_whose_ack_is_in_flight_starts_once_that_ack_l
     first = gated.enqueue(str(tmp_path), 1)
     second = state_of.enqueue(first.id)  # waits: one slot
     with ThreadWorker(concurrency=1):
-        started_file(tmp_path, first.id)
-        holder = RowLock(first.id)  # the ack will wait
-        try:
-            (tmp_path / "go").write_text("go")
+        with ack_held(tmp_path, first.id):
             wait_until(lambda: (tmp_path / f"finished-{first.id}").exists(), what="the first handler to return")
             wait_until(lambda: waiting_backend(ACK_FLUSH), what="the ack flush to wait for the row")
             wait_until(lambda: state(second.id) == "running", what="the second job claimed while the ack waits")
             assert state(first.id) == "running"  # its ack still waits
-        finally:
-            holder.release()
         wait_until(lambda: state(second.id) == "completed", what="the second job")
     # When the second job's handler started, the first job's ack had committed.
     assert state_of.get_result(second.id).return_value == "completed"
@@ -122,16 +117,11 @@ def test_a_job_cancelled_while_it_waits_for_its_slot_never_starts(live_clock, tm
     second = gated.enqueue(str(tmp_path), 2)  # says when it starts: a file
     third = add.enqueue(1, 2)
     with ThreadWorker(concurrency=1) as runner:
-        started_file(tmp_path, first.id)
-        holder = RowLock(first.id)  # the first job's ack waits, so the second cannot start
-        try:
-            (tmp_path / "go").write_text("go")
+        with ack_held(tmp_path, first.id):  # the second job cannot start
             wait_until(lambda: state(second.id) == "running", what="the second job claimed while the ack waits")
             assert services.cancel(second.id)
             gated_ = runner.worker.gated
             wait_until(lambda: gated_ and gated_[0][0].settled, what="the worker to learn of the cancel")
-        finally:
-            holder.release()
         wait_until(lambda: state(third.id) == "completed", what="the third job, in the slot")
         assert not runner.worker.gated and second.id not in runner.worker.running
     assert state(second.id) == "cancelled"
@@ -145,15 +135,10 @@ def test_a_stopping_worker_hands_back_a_job_waiting_for_its_slot_without_startin
     second = gated.enqueue(str(tmp_path), 2)  # says when it starts: a file
     runner = ThreadWorker(concurrency=1, grace_ms=60_000).__enter__()  # not handed back for want of grace
     try:
-        started_file(tmp_path, first.id)
-        holder = RowLock(first.id)  # the first job's ack waits, so the second cannot start
-        try:
-            (tmp_path / "go").write_text("go")
+        with ack_held(tmp_path, first.id):  # the second job cannot start
             wait_until(lambda: state(second.id) == "running", what="the second job claimed while the ack waits")
             runner.worker.stop()
             wait_until(lambda: state(second.id) == "available", what="the second job handed back")
-        finally:
-            holder.release()
     finally:
         assert runner.stop() == 0
     assert state(first.id) == "completed"
