@@ -36,7 +36,7 @@ junk = st.sampled_from([object(), {1, 2}, b"bytes", complex(1, 2), float("nan"),
 anything = json_like | junk
 numbers = (st.integers(min_value=-(2**70), max_value=2**70) | st.floats(allow_nan=True, allow_infinity=True)
            | st.sampled_from([None, "5", True, 10**18]))
-names = st.sampled_from(TASKS) | st.text(max_size=30) | st.sampled_from(["", " ", "os.system", "tests.testapp.tasks._wait_for"])
+names = st.sampled_from(TASKS) | st.text(max_size=30) | st.sampled_from(["", " ", "os.system", "tests.testapp.tasks.wait_for_file"])
 moments = st.none() | st.datetimes(timezones=st.just(timezone.utc)) | st.datetimes() | st.sampled_from(["2030-01-01", 0])
 
 envelopes = st.builds(

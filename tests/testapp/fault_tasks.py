@@ -20,6 +20,7 @@ import time
 from boson_django import clock
 from boson_django.compat import task
 from tests.testapp.models import Effect, StartMark
+from tests.testapp.tasks import wait_for_file
 
 GATE_LIMIT_S = 60.0
 
@@ -34,16 +35,7 @@ def _touch(folder: str, name: str) -> None:
 
 
 def wait_for_gate(folder: str, gate: str, context=None) -> bool:
-    """Poll for ``folder/gate``; False if the worker asked the handler to stop first."""
-    path = pathlib.Path(folder) / gate
-    deadline = time.monotonic() + GATE_LIMIT_S
-    while time.monotonic() < deadline:
-        if path.exists():
-            return True
-        if context is not None and context.should_stop:
-            return False
-        time.sleep(0.01)
-    raise TimeoutError(f"{path} never appeared")
+    return wait_for_file(pathlib.Path(folder) / gate, context, GATE_LIMIT_S)
 
 
 def _effect(context, folder: str = "", ack_gate: str = ""):

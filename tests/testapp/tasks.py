@@ -74,8 +74,8 @@ def chooses(context, outcome: str) -> str:
     return "no choice"
 
 
-def _wait_for(path: pathlib.Path, context, limit_s: float = 30.0) -> bool:
-    """Poll for a file the test creates; also stop early once the worker says so."""
+def wait_for_file(path: pathlib.Path, context=None, limit_s: float = 30.0) -> bool:
+    """Poll for a file the test creates; False if the worker asked the handler to stop first."""
     deadline = time.monotonic() + limit_s
     while time.monotonic() < deadline:
         if path.exists():
@@ -91,7 +91,7 @@ def gated(context, folder: str, value: int = 0) -> int:
     """Says it started (a file), then waits for the test's go-ahead file."""
     here = pathlib.Path(folder)
     (here / f"started-{context.job_id}-{context.attempt}").write_text(str(context.attempt))
-    _wait_for(here / "go", context)
+    wait_for_file(here / "go", context)
     (here / f"finished-{context.job_id}").write_text(str(value))
     return value
 
@@ -104,7 +104,7 @@ def gated_steps(context, folder: str, steps: int = 3) -> int:
     (here / f"started-{context.job_id}-{context.attempt}").write_text(str(step))
     while step < steps:
         if step == steps - 1:
-            _wait_for(here / "go", context)
+            wait_for_file(here / "go", context)
         step += 1
         context.checkpoint({"step": step})
         context.progress(step, steps)
@@ -116,7 +116,7 @@ def overruns(context, folder: str) -> str:
     here = pathlib.Path(folder)
     (here / f"started-{context.job_id}").write_text("1")
     worker_log.warning("started, will overrun")
-    stopped = not _wait_for(here / "never", context)
+    stopped = not wait_for_file(here / "never", context)
     (here / f"stopped-{context.job_id}").write_text(str(stopped))
     context.progress(1)  # raises: the attempt was already acked as timed out
     return "unreachable"

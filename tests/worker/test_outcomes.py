@@ -47,7 +47,7 @@ def test_discard_fails_at_once_naming_a_real_exception_class(live_clock):
     assert error.exception_class.__name__ == "Discard"
 
 
-@pytest.mark.parametrize("name", ["os.system", "tests.testapp.tasks._wait_for", "tests.testapp.tasks.worker_log"])
+@pytest.mark.parametrize("name", ["os.system", "tests.testapp.tasks.wait_for_file", "tests.testapp.tasks.worker_log"])
 def test_unregistered_names_end_failed_and_the_worker_keeps_going(live_clock, name):
     bad = noop.enqueue()
     Job.objects.filter(id=bad.id).update(task=name)
