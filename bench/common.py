@@ -112,6 +112,62 @@ def drain_rate(start_workers: Callable[[], list[subprocess.Popen]], done: Callab
         stop(procs)
 
 
+class CpuWindow:
+    """Where the machine's CPU went during the middle of a drain: from the first progress
+    poll at or past ``lo`` of its jobs to the first at or past ``hi`` (``/proc``, Linux).
+
+    It explains a scale ratio: on a machine the database shares with the workers, four
+    processes can gain at most (the cores there are / the cores one keeps busy) x (one's
+    CPU per job / four's). Wraps the drain's ``done`` count, so the two snapshots fall on
+    polls the drain makes anyway."""
+
+    def __init__(self, done: Callable[[], int], total: int, lo: float = 0.2, hi: float = 0.7):
+        self.done, self.marks = done, (lo * total, hi * total)
+        self.snaps: list[tuple[int, dict]] = []
+
+    def __call__(self) -> int:
+        n = self.done()
+        if len(self.snaps) < 2 and n >= self.marks[len(self.snaps)]:
+            self.snaps.append((n, cpu_ticks()))
+        return n
+
+    def report(self) -> dict:
+        """Cores busy, machine CPU per finished job (us) and each part's share of the
+        machine's time; empty when the drain was too short to take both snapshots."""
+        if len(self.snaps) < 2 or self.snaps[1][0] == self.snaps[0][0]:
+            return {}
+        (n0, before), (n1, after) = self.snaps
+        ticks = after["total"] - before["total"] or 1
+        busy = ticks - (after["idle"] - before["idle"])
+        parts = {"database": 0, "workers": 0}
+        for pid, (part, used) in after["processes"].items():  # a process that started meanwhile: all of it
+            parts[part] += used - before["processes"].get(pid, (part, 0))[1]
+        return {"cores_busy": (os.cpu_count() or 1) * busy / ticks,
+                "us_per_job": busy / os.sysconf("SC_CLK_TCK") * 1e6 / (n1 - n0),
+                "database": parts["database"] / ticks, "workers": parts["workers"] / ticks,
+                "idle": 1 - busy / ticks, "jobs": n1 - n0}
+
+
+def cpu_ticks() -> dict:
+    """Clock ticks so far: the machine's (all cores, and idle) and, process by process,
+    PostgreSQL's and the boson worker processes' (user + system)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    processes: dict[int, tuple[str, int]] = {}
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            stat = (proc / "stat").read_text()
+            cmdline = (proc / "cmdline").read_bytes()
+        except OSError:  # gone meanwhile
+            continue
+        comm, rest = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
+        part = "database" if comm == "postgres" else "workers" if b"boson_worker" in cmdline else None
+        if part:
+            processes[int(proc.name)] = (part, int(rest[11]) + int(rest[12]))  # utime + stime
+    return {"total": sum(fields[:8]), "idle": fields[3] + fields[4], "processes": processes}
+
+
 def _tails(procs: list[subprocess.Popen]) -> str:
     return ", ".join(f"pid {p.pid} rc={p.poll()}" for p in procs)
 

@@ -233,12 +233,30 @@ def scale_table(scale: dict, sqlite: dict) -> str:
         rows.append(f"| drain, 1 process, {how} | {fmt(one, ' jobs/s')} | |")
         rows.append(f"| drain, 4 processes, {how} each | {fmt(four, ' jobs/s')} | "
                     f">= 1.5x: {(four / one if one and four else 0):.2f}x |")
+        rows.append(cpu_row(scale.get(f"cpu_1proc{key}"), scale.get(f"cpu_4proc{key}")))
     rows.append(f"| worker RSS at concurrency 32 | {fmt(scale.get('rss_mb_c32'), ' MB')} | < 150 MB |")
     first, last = scale.get("long_first_fifth"), scale.get("long_last_fifth")
     rows.append(f"| long drain from an empty run table, 1 process: first fifth / last fifth | "
                 f"{fmt(first, '')} / {fmt(last, ' jobs/s')} | steady: {(last / first if first and last else 0):.2f}x |")
     rows.append(f"| SQLite drain, 1 process | {fmt(med(sqlite.get('drain')), ' jobs/s')} | >= 2,000 jobs/s |")
     return "\n".join(rows)
+
+
+def cpu_row(one: list[dict] | None, four: list[dict] | None) -> str:
+    """The machine's CPU in the middle of the drains above (medians over the reps), and
+    the most four processes could gain over one from it: (the cores there are / the cores
+    one keeps busy) x (one's CPU per job / four's)."""
+    def pair(key: str) -> tuple[float | None, float | None]:
+        return med([r[key] for r in one or [] if r]), med([r[key] for r in four or [] if r])
+
+    def shown(key: str, form: str) -> str:
+        return " / ".join("—" if v is None else format(v, form) for v in pair(key))
+
+    cores, us, n = pair("cores_busy"), pair("us_per_job"), os.cpu_count() or 1
+    ceiling = f"{n / cores[0] * us[0] / us[1]:.2f}x" if cores[0] and us[0] and us[1] else "—"
+    return (f"| CPU mid-drain, 1 process / 4: cores busy {shown('cores_busy', '.2f')} of {n}, "
+            f"{shown('us_per_job', '.0f')} us per job; PostgreSQL {shown('database', '.0%')}, "
+            f"workers {shown('workers', '.0%')}, idle {shown('idle', '.0%')} | | four can gain at most {ceiling} |")
 
 
 def machine() -> str:

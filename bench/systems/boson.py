@@ -153,11 +153,12 @@ def drain_started(n: int, concurrency: int, processes: int, window_s: float = 12
         services.resume_queue("default")  # its NOTIFY wakes them all
         return procs
 
-    rate = common.drain_rate(start, counted, n, window_s=window_s)
+    cpu = common.CpuWindow(counted, n)
+    rate = common.drain_rate(start, cpu, n, window_s=window_s)
     counter, finished = counted(), completed()
     if counter != finished:  # the workers have stopped: the two must agree
         raise RuntimeError(f"throughput counter {counter} != completed jobs {finished}")
-    return rate
+    return {**rate, "cpu": cpu.report()}
 
 
 def listening() -> int:
@@ -232,12 +233,11 @@ def scale(args: argparse.Namespace) -> dict:
         out[f"admit_ms_{queued}"] = [admission_ms(30, 100) for _ in range(args.reps)]
     truncate()
     for key, concurrency in (("", args.concurrency), ("_default", default_concurrency())):
-        one: list[float] = []
-        four: list[float] = []
         for _ in range(args.reps):  # in turns, so that the host's drift falls on both alike
-            one.append(drain_started(args.n, concurrency, 1, window_s=args.window)["jobs_per_s"])
-            four.append(drain_started(args.n * 2, concurrency, 4, window_s=args.window)["jobs_per_s"])
-        out[f"drain_1proc{key}"], out[f"drain_4proc{key}"] = one, four
+            for processes, n in ((1, args.n), (4, args.n * 2)):
+                drained = drain_started(n, concurrency, processes, window_s=args.window)
+                out.setdefault(f"drain_{processes}proc{key}", []).append(drained["jobs_per_s"])
+                out.setdefault(f"cpu_{processes}proc{key}", []).append(drained["cpu"])
     out["rss_mb_c32"] = drain(args.n, 32, 1, window_s=args.window)["rss_mb"]
     long = long_drain(args.long, args.concurrency)
     out["long_first_fifth"], out["long_last_fifth"] = long["first_fifth"], long["last_fifth"]

@@ -51,10 +51,16 @@ def test_postgres_measurements_run():
 @pytest.mark.postgres
 def test_the_scale_drain_starts_every_process_before_the_jobs():
     env = _pg_env()
-    result = _run("drain", "--started", "--processes", "2", "--n", "200", "--reps", "1", "--window", "2",
+    result = _run("drain", "--started", "--processes", "2", "--n", "4000", "--reps", "1", "--window", "20",
                   "--concurrency", "4", **env)
     (drain,) = result["drain"]
     assert drain["jobs_per_s"] > 0 and drain["measured_jobs"] > 0
+    # where the machine's CPU went in the middle of it: the database's processes and the
+    # workers' both found, the shares adding up to no more than the machine
+    cpu = drain["cpu"]
+    assert cpu["jobs"] > 0 and cpu["cores_busy"] > 0 and cpu["us_per_job"] > 0
+    assert cpu["database"] > 0 and cpu["workers"] > 0
+    assert cpu["database"] + cpu["workers"] + cpu["idle"] <= 1.05
 
 
 @pytest.mark.postgres

@@ -4,6 +4,7 @@ them: what the table reports must be the medians over all the reps."""
 from __future__ import annotations
 
 import importlib.util
+import os
 from pathlib import Path
 
 RUN = Path(__file__).resolve().parents[2] / "bench" / "run.py"
@@ -42,3 +43,15 @@ def test_a_polling_systems_flag_survives_the_merge():
     merged = run.merged(run.merged(None, rep(1, 1, 50.0, 90.0, polling=True)), rep(1, 1, 70.0, 110.0, polling=True))
     assert merged["wakeup"]["polling"] is True
     assert run.summary(merged)["wake_p50"] == 60.0
+
+
+def test_the_scale_rows_say_how_much_four_processes_could_gain_from_the_cpu_measured():
+    run = _run_module()
+    cores = os.cpu_count() or 1
+    one = [{"cores_busy": 1.0, "us_per_job": 100.0, "database": 0.3, "workers": 0.2, "idle": 0.5, "jobs": 10},
+           {}, {"cores_busy": 1.2, "us_per_job": 120.0, "database": 0.4, "workers": 0.2, "idle": 0.4, "jobs": 10}]
+    four = [{"cores_busy": 1.9, "us_per_job": 110.0, "database": 0.6, "workers": 0.35, "idle": 0.05, "jobs": 10}]
+    row = run.cpu_row(one, four)  # a rep too short for its two snapshots (``{}``) is left out
+    assert "cores busy 1.10 / 1.90" in row and "110 / 110 us per job" in row
+    assert f"four can gain at most {cores / 1.1:.2f}x" in row
+    assert run.cpu_row(None, four).endswith("four can gain at most — |")  # one process not measured
