@@ -12,7 +12,7 @@ with one worker process (each system's default and its best configuration, bound
 ``--window`` seconds of measuring), and wake-up latency (commit -> handler start with an
 idle worker) where the system wakes on NOTIFY. Boson only: admission time per batch at
 10,000 vs 1,000,000 queued jobs, 4 worker processes vs 1 (at concurrency 256 and at the
-default), worker RSS at concurrency 32, SQLite drain with one worker. Results: a table on
+default; with where the machine's CPU went in the middle of each drain), worker RSS at concurrency 32, SQLite drain with one worker. Results: a table on
 stdout and bench/results/<stamp>.json. The systems take turns: every system's first rep,
 then every system's second, and so on, so that the host's drift from minute to minute
 falls on all of them alike. The one-at-a-time enqueue, under a second for each system,
@@ -57,6 +57,9 @@ SYSTEMS: dict[str, tuple[str, list[str], bool, list[str]]] = {
 #: Keys of each driver's result holding drain rates (the best one is reported).
 #: Each worker's slots in the 4-processes-vs-1 measurement (also measured at the default).
 SCALE_CONCURRENCY = 256
+#: Scale results that explain a measurement rather than make one (where the CPU went): a
+#: drain too short for both of its snapshots has none, and fails nothing.
+PROFILE_PREFIX = "cpu_"
 DRAIN_KEYS = ("drain", "drain_batch100", "drain_c8", "drain_limit50", "drain_c1024")
 
 
@@ -343,7 +346,8 @@ def main() -> None:
             for part in ("boson-scale", "boson-sqlite"):
                 result = raw[part]
                 values = ({} if "error" in result else
-                          {k: (med(v) if isinstance(v, list) else v) for k, v in result.items() if k != "seconds"})
+                          {k: (med(v) if isinstance(v, list) else v) for k, v in result.items()
+                           if k != "seconds" and not k.startswith(PROFILE_PREFIX)})
                 if "error" in result:
                     errors[part] = result["error"]
                 elif not values or empty(values):
