@@ -360,10 +360,13 @@ class Worker:
         """Start the gated attempts whose slots' acks have landed (in the order claimed);
         one whose lease was lost meanwhile never starts."""
         known: Known = {}
+        cleared: tuple[Attempt, ...] | None = None  # the jobs of one claim share their gate
         while self.gated:
             attempt, gate = self.gated[0]
-            if any(self.running.get(taken.job_id) is taken for taken in gate):
-                return
+            if gate is not cleared:
+                if any(self.running.get(taken.job_id) is taken for taken in gate):
+                    return
+                cleared = gate
             self.gated.popleft()
             if attempt.settled:
                 self._let_go(attempt)

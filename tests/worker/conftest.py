@@ -155,17 +155,19 @@ class RowLock:
 
 
 @contextmanager
-def ack_held(folder: pathlib.Path, job_id: str) -> Iterator[None]:
-    """Lets the ``gated`` job ``job_id`` (started, concurrency 1) return while its ack
-    waits on a row lock held to the end of the block: a job claimed meanwhile into its
-    slot waits there to be started."""
-    started_file(folder, job_id)
-    holder = RowLock(job_id)
+def ack_held(folder: pathlib.Path, *job_ids: str) -> Iterator[None]:
+    """Lets the ``gated`` jobs ``job_ids`` (started, one slot each) return while their
+    acks wait on row locks held to the end of the block: jobs claimed meanwhile into
+    their slots wait there to be started."""
+    for job_id in job_ids:
+        started_file(folder, job_id)
+    holders = [RowLock(job_id) for job_id in job_ids]
     try:
         (folder / "go").write_text("go")
         yield
     finally:
-        holder.release()
+        for holder in holders:
+            holder.release()
 
 
 #: The query of an ack flush (``services.ack_pg``), for :func:`waiting_backend`.

@@ -112,6 +112,20 @@ def test_a_job_claimed_into_a_slot_whose_ack_is_in_flight_starts_once_that_ack_l
 
 
 @pytest.mark.postgres
+def test_jobs_claimed_together_into_slots_whose_acks_are_in_flight_all_start_once_those_acks_land(live_clock, tmp_path):
+    firsts = [gated.enqueue(str(tmp_path), n) for n in (1, 2)]
+    seconds = [state_of.enqueue(first.id) for first in firsts]  # wait: two slots
+    with ThreadWorker(concurrency=2):
+        with ack_held(tmp_path, *(first.id for first in firsts)):
+            wait_until(lambda: all(state(second.id) == "running" for second in seconds),
+                       what="both jobs claimed while the acks wait")
+            assert [state(first.id) for first in firsts] == ["running", "running"]  # their acks still wait
+        wait_until(lambda: all(state(second.id) == "completed" for second in seconds), what="both jobs")
+    # When each started, the ack of the job whose slot it took had committed.
+    assert [state_of.get_result(second.id).return_value for second in seconds] == ["completed", "completed"]
+
+
+@pytest.mark.postgres
 def test_a_job_cancelled_while_it_waits_for_its_slot_never_starts(live_clock, tmp_path):
     first = gated.enqueue(str(tmp_path), 1)
     second = gated.enqueue(str(tmp_path), 2)  # says when it starts: a file
