@@ -16,30 +16,32 @@ _PENDING_SQL = ", ".join(f"'{s.value}'" for s in sorted(PENDING))
 _TERMINAL_SQL = ", ".join(f"'{s.value}'" for s in sorted(TERMINAL))
 
 
-def _pick(using: str, where: str, order: str, params: list[Any], limit: int, columns: str = "id") -> list[dict[str, Any]]:
+def _due(using: str, where: str, deadline: str, limit: int, columns: str) -> tuple[list[dict[str, Any]], datetime]:
+    """Up to ``limit`` rows in ``where`` whose ``deadline`` column has passed on the store
+    clock, the longest overdue first, locked (skipping rows another sweeper holds); and
+    the store's now they were picked at."""
+    limit = validation.whole(limit, "limit")
+    now = clock.now(using)
     connection = _db.conn(using)
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT {columns} FROM boson_job WHERE {where} ORDER BY {order} LIMIT %s"
+            f"SELECT {columns} FROM boson_job WHERE {where} AND {deadline} <= %s ORDER BY {deadline} LIMIT %s"
             f"{_db.lock_rows_skip_locked(connection)}",
-            params + [limit],
+            [_db.dt_param(connection, now), limit],
         )
-        return _db.fetch_dicts(cursor)
+        return _db.fetch_dicts(cursor), now
 
 
 @_db.store_transaction
 def promote_due(limit: int = 1000, *, using: str | None = None) -> int:
     """scheduled/retryable jobs whose run_at has come -> available. Returns how many."""
-    limit = validation.whole(limit, "limit")
     assert using is not None
-    connection = _db.conn(using)
-    now = _db.dt_param(connection, clock.now(using))
-    picked = _pick(using, f"state IN ({_PENDING_SQL}) AND run_at <= %s", "run_at", [now], limit, "id, queue, task, fence")
+    picked, _ = _due(using, f"state IN ({_PENDING_SQL})", "run_at", limit, "id, queue, task, fence")
     due = [r["id"] for r in picked]
     if not due:
         return 0
     transitions.swept("promoted", picked, using, state="available")
-    with connection.cursor() as cursor:
+    with _db.conn(using).cursor() as cursor:
         cursor.execute(
             f"UPDATE boson_job SET state = 'available' WHERE state IN ({_PENDING_SQL}) "
             f"AND id IN ({_db.placeholders(due)})",
@@ -55,15 +57,10 @@ def reclaim_expired(limit: int = 1000, *, using: str | None = None) -> list[Recl
 
     ``attempt`` is left alone: a crash does not burn a retry. Records ``lease_lost``.
     """
-    limit = validation.whole(limit, "limit")
     assert using is not None
-    now = clock.now(using)
+    rows, now = _due(using, "state = 'running'", "lease_expires_at", limit,
+                     "id, task, queue, fence, crash_attempt, crash_limit, fingerprint, lease_holder")
     connection = _db.conn(using)
-    rows = _pick(
-        using, "state = 'running' AND lease_expires_at <= %s", "lease_expires_at",
-        [_db.dt_param(connection, now)], limit,
-        columns="id, task, queue, fence, crash_attempt, crash_limit, fingerprint, lease_holder",
-    )
     if not rows:
         return []
     out: list[Reclaimed] = []
@@ -113,10 +110,7 @@ def _register_fingerprints(rows: list[dict[str, Any]], now: datetime, using: str
 @_db.store_transaction
 def evict_retained(limit: int = 1000, *, using: str | None = None) -> int:
     """Delete finished jobs whose retention has passed. Quarantined jobs never expire."""
-    limit = validation.whole(limit, "limit")
     assert using is not None
-    connection = _db.conn(using)
-    now = _db.dt_param(connection, clock.now(using))
-    picked = _pick(using, f"state IN ({_TERMINAL_SQL}) AND expires_at <= %s", "expires_at", [now], limit, "id, queue, task, fence")
+    picked, _ = _due(using, f"state IN ({_TERMINAL_SQL})", "expires_at", limit, "id, queue, task, fence")
     transitions.swept("evicted", picked, using, state=None)
     return acks.delete_jobs([r["id"] for r in picked], using)
