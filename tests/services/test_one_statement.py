@@ -44,12 +44,15 @@ def test_a_failed_statement_rolls_back_and_leaves_no_setting_behind(transactiona
         assert cursor.fetchone()[0] == 0  # the insert went with the rollback
 
 
-def test_inside_the_caller_s_transaction_it_joins_it_without_the_settings(transactional_db):
+def test_inside_the_caller_s_transaction_it_joins_it_with_the_settings_for_the_statement_alone(transactional_db):
     from django.db import transaction
 
     with transaction.atomic():
         rows = _db.one_statement(connection, SETTING, [], planner=("enable_bitmapscan = off",))
-        assert rows[0]["v"] == "on"
+        assert rows[0]["v"] == "off"  # in force for the statement
+        with connection.cursor() as cursor:
+            cursor.execute(SETTING)
+            assert cursor.fetchone()[0] == "on"  # the caller's again for the rest of its transaction
     _idle_with_defaults()
 
 
