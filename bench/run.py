@@ -12,8 +12,9 @@ with one worker process (each system's default and its best configuration, bound
 ``--window`` seconds of measuring), and wake-up latency (commit -> handler start with an
 idle worker) where the system wakes on NOTIFY. Boson only: admission time per batch at
 10,000 vs 1,000,000 queued jobs, 4 worker processes vs 1 (at concurrency 256 and at the
-default; with where the machine's CPU went in the middle of each drain), worker RSS at concurrency 32, SQLite drain with one worker. Results: a table on
-stdout and bench/results/<stamp>.json. The systems take turns: every system's first rep,
+default; with where the machine's CPU went in the middle of each drain), worker RSS at
+concurrency 32, SQLite drain with one worker. Results: a table on stdout and
+bench/results/<stamp>.json. The systems take turns: every system's first rep,
 then every system's second, and so on, so that the host's drift from minute to minute
 falls on all of them alike. The one-at-a-time enqueue, under a second for each system,
 takes turns of its own after the reps (``--single-turns``, five by default): each

@@ -134,8 +134,9 @@ def one_statement(
     transaction), the statement and ``COMMIT``, prepares the statement once per
     connection (no planning per call) and reads timestamps with psycopg's C loader
     (Django's is pure Python). Inside the caller's transaction it joins that, the
-    settings holding for the statement alone; in autocommit with no settings the statement alone is the transaction
-    (a ``BEGIN``/``COMMIT`` around it waited for more than it saved), and runs on libpq
+    settings holding for the statement alone; in autocommit with no settings the
+    statement alone is the transaction (a ``BEGIN``/``COMMIT`` around it waited for more
+    than it saved), and runs on libpq
     directly (:mod:`boson_django.services._libpq`: ~40 us of client CPU less than
     psycopg's cursor). psycopg2 gets the same statement in an ordinary transaction.
 
