@@ -207,7 +207,13 @@ def undedicate(connection: BaseDatabaseWrapper) -> None:
     connection.boson_session_settings = None  # type: ignore[attr-defined]
     if applied is None or not applied[1] or applied[0] is not connection.connection or applied[0].closed:
         return  # nothing set on the database connection this wrapper has now
-    applied[0].execute("; ".join(f"RESET {setting.split('=')[0].strip()}" for setting in applied[1]))
+    applied[0].execute("; ".join(f"RESET {_name_and_value(setting)[0]}" for setting in applied[1]))
+
+
+def _name_and_value(setting: str) -> tuple[str, str]:
+    """``"enable_seqscan = off"`` -> ``("enable_seqscan", "off")``."""
+    name, value = setting.split("=", 1)
+    return name.strip(), value.strip()
 
 
 def _session_settings(connection: BaseDatabaseWrapper, planner: Sequence[str]) -> bool:
@@ -253,7 +259,7 @@ def _in_callers_transaction(raw: Any, cursor: Any, sql: str, params: Sequence[An
     rollback undoes them too)."""
     if not planner:
         return _on_cursor(cursor, sql, params)
-    wanted = [tuple(part.strip() for part in setting.split("=", 1)) for setting in planner]
+    wanted = [_name_and_value(setting) for setting in planner]
     names = [name for name, _ in wanted]
     before = _set_local(raw, wanted, read_first=names)
     rows = _on_cursor(cursor, sql, params)
@@ -261,7 +267,7 @@ def _in_callers_transaction(raw: Any, cursor: Any, sql: str, params: Sequence[An
     return rows
 
 
-def _set_local(raw: Any, settings: list[tuple[str, ...]], read_first: Sequence[str] = ()) -> tuple[str, ...]:
+def _set_local(raw: Any, settings: list[tuple[str, str]], read_first: Sequence[str] = ()) -> tuple[str, ...]:
     """``SET LOCAL`` each ``(name, value)`` in one round trip; with ``read_first``, the
     values those had before (read by the subquery, which runs before the settings change)."""
     sets = ", ".join(["set_config(%s, %s, true)"] * len(settings))
