@@ -121,14 +121,16 @@ class CpuWindow:
     CPU per job / four's). Wraps the drain's ``done`` count, so the two snapshots fall on
     polls the drain makes anyway."""
 
-    def __init__(self, done: Callable[[], int], total: int, lo: float = 0.2, hi: float = 0.7):
-        self.done, self.marks = done, (lo * total, hi * total)
+    def __init__(self, done: Callable[[], int], total: int, lo: float = 0.2, hi: float = 0.7,
+                 workers: bytes = b"boson_worker"):
+        """``workers``: what the command line of a worker process of the system holds."""
+        self.done, self.marks, self.workers = done, (lo * total, hi * total), workers
         self.snaps: list[tuple[int, dict]] = []
 
     def __call__(self) -> int:
         n = self.done()
         if len(self.snaps) < 2 and n >= self.marks[len(self.snaps)]:
-            self.snaps.append((n, cpu_ticks()))
+            self.snaps.append((n, cpu_ticks(self.workers)))
         return n
 
     def report(self) -> dict:
@@ -148,9 +150,10 @@ class CpuWindow:
                 "idle": 1 - busy / ticks, "jobs": n1 - n0}
 
 
-def cpu_ticks() -> dict:
+def cpu_ticks(workers: bytes = b"boson_worker") -> dict:
     """Clock ticks so far: the machine's (all cores, and idle) and, process by process,
-    PostgreSQL's and the boson worker processes' (user + system)."""
+    PostgreSQL's and the worker processes' (user + system): those whose command line
+    holds ``workers``."""
     fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
     processes: dict[int, tuple[str, int]] = {}
     for proc in Path("/proc").iterdir():
@@ -162,7 +165,7 @@ def cpu_ticks() -> dict:
         except OSError:  # gone meanwhile
             continue
         comm, rest = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
-        part = "database" if comm == "postgres" else "workers" if b"boson_worker" in cmdline else None
+        part = "database" if comm == "postgres" else "workers" if workers in cmdline else None
         if part:
             processes[int(proc.name)] = (part, int(rest[11]) + int(rest[12]))  # utime + stime
     return {"total": sum(fields[:8]), "idle": fields[3] + fields[4], "processes": processes}
@@ -272,7 +275,7 @@ def emit(result: dict) -> None:
 def peer_parser() -> argparse.ArgumentParser:
     """The options every peer driver takes; a driver adds its worker's own."""
     p = argparse.ArgumentParser()
-    p.add_argument("what", choices=["peers", "single", "worker"])
+    p.add_argument("what", choices=["peers", "single", "worker", "scale"])
     p.add_argument("--n", type=int, default=20_000)
     p.add_argument("--single", type=int, default=1_000)
     p.add_argument("--reps", type=int, default=3)

@@ -13,7 +13,9 @@ with one worker process (each system's default and its best configuration, bound
 idle worker) where the system wakes on NOTIFY. Boson only: admission time per batch at
 10,000 vs 1,000,000 queued jobs, 4 worker processes vs 1 (at concurrency 256 and at the
 default; with where the machine's CPU went in the middle of each drain), worker RSS at
-concurrency 32, SQLite drain with one worker. Results: a table on stdout and
+concurrency 32, SQLite drain with one worker. pgqueuer's four processes against one (its
+default batch, measured the same way) follow boson's, so that the four-processes ratio has
+a peer's beside it. Results: a table on stdout and
 bench/results/<stamp>.json. The systems take turns: every system's first rep,
 then every system's second, and so on, so that the host's drift from minute to minute
 falls on all of them alike. The one-at-a-time enqueue, under a second for each system,
@@ -58,6 +60,8 @@ SYSTEMS: dict[str, tuple[str, list[str], bool, list[str]]] = {
 #: Keys of each driver's result holding drain rates (the best one is reported).
 #: Each worker's slots in the 4-processes-vs-1 measurement (also measured at the default).
 SCALE_CONCURRENCY = 256
+#: The peer whose four worker processes are measured against one beside boson's.
+SCALE_PEER = "pgqueuer"
 #: Scale results that explain a measurement rather than make one (where the CPU went): a
 #: drain too short for both of its snapshots has none, and fails nothing.
 PROFILE_PREFIX = "cpu_"
@@ -224,7 +228,7 @@ def table(summaries: dict[str, dict], errors: dict[str, str]) -> str:
     return "\n".join(rows)
 
 
-def scale_table(scale: dict, sqlite: dict) -> str:
+def scale_table(scale: dict, sqlite: dict, peer: dict | None = None) -> str:
     rows = ["| boson only | median | target |", "|---|---|---|"]
     small, big = med(scale.get("admit_ms_10000")), next((med(v) for k, v in scale.items()
                                                          if k.startswith("admit_ms_") and k != "admit_ms_10000"), None)
@@ -233,17 +237,25 @@ def scale_table(scale: dict, sqlite: dict) -> str:
     rows.append(f"| admit(100) at {int(big_n):,} queued | {fmt(big, ' ms')} | within 1.5x: "
                 f"{(big / small if small and big else 0):.2f}x |")
     for key, how in (("", f"concurrency {SCALE_CONCURRENCY}"), ("_default", "default concurrency")):
-        one, four = med(scale.get(f"drain_1proc{key}")), med(scale.get(f"drain_4proc{key}"))
-        rows.append(f"| drain, 1 process, {how} | {fmt(one, ' jobs/s')} | |")
-        rows.append(f"| drain, 4 processes, {how} each | {fmt(four, ' jobs/s')} | "
-                    f">= 1.5x: {(four / one if one and four else 0):.2f}x |")
-        rows.append(cpu_row(scale.get(f"cpu_1proc{key}"), scale.get(f"cpu_4proc{key}")))
+        rows += four_against_one(scale, key, how, ">= 1.5x")
+    if peer:
+        rows += four_against_one(peer, "", f"{SCALE_PEER}'s default batch (10)", "the peer's")
     rows.append(f"| worker RSS at concurrency 32 | {fmt(scale.get('rss_mb_c32'), ' MB')} | < 150 MB |")
     first, last = scale.get("long_first_fifth"), scale.get("long_last_fifth")
     rows.append(f"| long drain from an empty run table, 1 process: first fifth / last fifth | "
                 f"{fmt(first, '')} / {fmt(last, ' jobs/s')} | steady: {(last / first if first and last else 0):.2f}x |")
     rows.append(f"| SQLite drain, 1 process | {fmt(med(sqlite.get('drain')), ' jobs/s')} | >= 2,000 jobs/s |")
     return "\n".join(rows)
+
+
+def four_against_one(scale: dict, key: str, how: str, target: str) -> list[str]:
+    """The rows of one four-processes-against-one measurement: the two drains, their ratio
+    and where the machine's CPU went."""
+    one, four = med(scale.get(f"drain_1proc{key}")), med(scale.get(f"drain_4proc{key}"))
+    return [f"| drain, 1 process, {how} | {fmt(one, ' jobs/s')} | |",
+            f"| drain, 4 processes, {how} each | {fmt(four, ' jobs/s')} | "
+            f"{target}: {(four / one if one and four else 0):.2f}x |",
+            cpu_row(scale.get(f"cpu_1proc{key}"), scale.get(f"cpu_4proc{key}"))]
 
 
 def cpu_row(one: list[dict] | None, four: list[dict] | None) -> str:
@@ -341,10 +353,16 @@ def main() -> None:
             scale_args = (["scale", "--n", "400", "--big", "20000", "--window", "2", "--reps", "1", "--long", "3000"] if a.quick
                           else ["scale", "--n", "20000", "--window", str(a.window), "--reps", str(reps)])
             raw["boson-scale"] = run_driver("boson", exe, scale_args + ["--concurrency", str(SCALE_CONCURRENCY)], timeout=900)
+            parts = ["boson-scale", "boson-sqlite"]
+            if SCALE_PEER in ready and SCALE_PEER not in errors:
+                peer_args = (["scale", "--n", "400", "--window", "2", "--reps", "1"] if a.quick
+                             else ["scale", "--n", "20000", "--window", str(a.window), "--reps", str(reps)])
+                raw[f"{SCALE_PEER}-scale"] = run_driver(SCALE_PEER, ready[SCALE_PEER], peer_args, timeout=600)
+                parts.append(f"{SCALE_PEER}-scale")
             sq_args = ["sqlite", "--n", "300" if a.quick else "20000", "--window", "2" if a.quick else str(a.window),
                        "--reps", str(reps)]
             raw["boson-sqlite"] = run_driver("boson", exe, sq_args, timeout=600)
-            for part in ("boson-scale", "boson-sqlite"):
+            for part in parts:
                 result = raw[part]
                 values = ({} if "error" in result else
                           {k: (med(v) if isinstance(v, list) else v) for k, v in result.items()
@@ -353,11 +371,12 @@ def main() -> None:
                     errors[part] = result["error"]
                 elif not values or empty(values):
                     errors[part] = "no numbers for " + (", ".join(empty(values)) or "anything")
-            failed = {k: errors[k] for k in ("boson-scale", "boson-sqlite") if k in errors}
+            failed = {k: errors[k] for k in parts if k in errors}
             if failed:
                 print("\n" + "\n".join(f"[bench] {k}: FAILED {why}" for k, why in failed.items()))
-            else:
-                print("\n" + scale_table(raw["boson-scale"], raw["boson-sqlite"]))
+            if not {"boson-scale", "boson-sqlite"} & set(failed):
+                print("\n" + scale_table(raw["boson-scale"], raw["boson-sqlite"], raw.get(f"{SCALE_PEER}-scale")
+                                          if f"{SCALE_PEER}-scale" not in failed else None))
     out = BENCH / "results"
     out.mkdir(exist_ok=True)
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")

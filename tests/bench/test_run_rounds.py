@@ -55,3 +55,20 @@ def test_the_scale_rows_say_how_much_four_processes_could_gain_from_the_cpu_meas
     assert "cores busy 1.10 / 1.90" in row and "110 / 110 us per job" in row
     assert f"four can gain at most {cores / 1.1:.2f}x" in row
     assert run.cpu_row(None, four).endswith("four can gain at most — |")  # one process not measured
+
+
+def test_the_scale_table_puts_the_peers_four_processes_beside_boson():
+    run = _run_module()
+    cpu = {"cores_busy": 1.5, "us_per_job": 100.0, "database": 0.4, "workers": 0.3, "idle": 0.25, "jobs": 10}
+    boson = {"admit_ms_10000": [1.0], "admit_ms_1000000": [1.2], "drain_1proc": [100.0], "drain_4proc": [110.0],
+             "drain_1proc_default": [50.0], "drain_4proc_default": [60.0], "rss_mb_c32": 50.0,
+             "long_first_fifth": 10.0, "long_last_fifth": 9.0}
+    peer = {"drain_1proc": [40.0, 20.0, 30.0], "drain_4proc": [36.0, 45.0, 60.0], "cpu_1proc": [cpu], "cpu_4proc": [cpu]}
+    table = run.scale_table(boson, {"drain": [2000.0]}, peer)
+    rows = table.splitlines()
+    peer_rows = [r for r in rows if "pgqueuer's default batch (10)" in r]
+    assert len(peer_rows) == 2
+    assert "30.0 jobs/s" in peer_rows[0] and "45.0 jobs/s" in peer_rows[1] and "the peer's: 1.50x" in peer_rows[1]
+    assert rows[rows.index(peer_rows[1]) + 1].startswith("| CPU mid-drain, 1 process / 4: cores busy 1.50 / 1.50")
+    assert ">= 1.5x: 1.10x" in table and ">= 1.5x: 1.20x" in table  # boson's own rows unchanged
+    assert "pgqueuer" not in run.scale_table(boson, {"drain": [2000.0]})
