@@ -171,6 +171,20 @@ def cpu_ticks(workers: bytes = b"boson_worker") -> dict:
     return {"total": sum(fields[:8]), "idle": fields[3] + fields[4], "processes": processes}
 
 
+def start_ready(spawn_one: Callable[[], subprocess.Popen], processes: int, ready: Callable[[], int], log: str,
+                timeout_s: float = 60.0) -> list[subprocess.Popen]:
+    """Start ``processes`` workers and wait until ``ready()`` counts every one of them up; a
+    worker exiting meanwhile, or ``timeout_s`` passing, stops them all and fails."""
+    procs = [spawn_one() for _ in range(processes)]
+    deadline = time.monotonic() + timeout_s
+    while ready() < processes:
+        if time.monotonic() > deadline or any(p.poll() is not None for p in procs):
+            stop(procs)
+            raise RuntimeError(f"{processes} workers did not come up; see {log}")
+        time.sleep(0.05)
+    return procs
+
+
 def _tails(procs: list[subprocess.Popen]) -> str:
     return ", ".join(f"pid {p.pid} rc={p.poll()}" for p in procs)
 

@@ -142,13 +142,7 @@ def drain_started(n: int, concurrency: int, processes: int, window_s: float = 12
     log = os.path.join(tempfile.gettempdir(), "bench-boson-worker.log")
 
     def start() -> list[subprocess.Popen]:
-        procs = [spawn(worker_cmd(concurrency), log) for _ in range(processes)]
-        deadline = time.monotonic() + 60
-        while listening() < processes:
-            if time.monotonic() > deadline or any(p.poll() is not None for p in procs):
-                common.stop(procs)
-                raise RuntimeError(f"{processes} workers did not come up; see {log}")
-            time.sleep(0.05)
+        procs = common.start_ready(lambda: spawn(worker_cmd(concurrency), log), processes, listening, log)
         time.sleep(0.5)  # the thread pool is made right after the LISTEN connection
         services.resume_queue("default")  # its NOTIFY wakes them all
         return procs

@@ -25,6 +25,7 @@ DB = "bench_pgqueuer"
 #: The worker processes' ``application_name``, and what their command line holds.
 WORKER_APP = "bench-pgqueuer-worker"
 WORKER_MARK = b"run_pgqueuer.py\x00worker"
+WORKER_LOG = "/tmp/bench-pgqueuer-worker.log"
 
 
 def sync_queries():
@@ -97,7 +98,7 @@ def worker(batch: int, drain: bool, stamp_path: str | None) -> None:
 
 def spawn(batch: int, drain: bool, stamp_path: str = "") -> subprocess.Popen:
     cmd = [sys.executable, __file__, "worker", "--batch", str(batch), "--stamp", stamp_path] + (["--drain"] if drain else [])
-    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open("/tmp/bench-pgqueuer-worker.log", "ab"))
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(WORKER_LOG, "ab"))
 
 
 def drain(n: int, batch: int, window: float) -> float:
@@ -124,13 +125,7 @@ def drain_started(n: int, batch: int, processes: int, window: float) -> dict:
             q.enqueue(["noop"] * k, [None] * k, [0] * k, [timedelta(hours=1)] * k)
 
         def start() -> list[subprocess.Popen]:
-            procs = [spawn(batch, True) for _ in range(processes)]
-            deadline = time.monotonic() + 60
-            while waiting() < processes:
-                if time.monotonic() > deadline or any(p.poll() is not None for p in procs):
-                    common.stop(procs)
-                    raise RuntimeError(f"{processes} pgqueuer workers did not come up; see /tmp/bench-pgqueuer-worker.log")
-                time.sleep(0.05)
+            procs = common.start_ready(lambda: spawn(batch, True), processes, waiting, WORKER_LOG)
             # The UPDATE leaves a dead version of every job, which each dequeue would walk
             # past (500-900 jobs/s against ~3,000) until VACUUM. The table's trigger is per
             # statement and notifies an UPDATE only when OLD is distinct from NEW (both NULL
