@@ -275,6 +275,32 @@ def cpu_row(one: list[dict] | None, four: list[dict] | None) -> str:
             f"workers {shown('workers', '.0%')}, idle {shown('idle', '.0%')} | | four can gain at most {ceiling} |")
 
 
+def scale_in_turns(exe: str, peer_exe: str | None, quick: bool, reps: int, window: float) -> dict[str, dict]:
+    """boson's scale measurements and the peer's four processes against one. Each rep of
+    boson's pairs runs right before the peer's, so that both systems' ratios come from the
+    same minutes: run one after the other, in blocks of three reps each, the peer measured
+    1.52x in one run and 1.15x eleven minutes later on the same host (2026-12-03)."""
+    size = ["--n", "400", "--window", "2"] if quick else ["--n", "20000", "--window", str(window)]
+    turns = {"boson-scale": ("boson", exe, ["scale-pairs", *size, "--concurrency", str(SCALE_CONCURRENCY)])}
+    if peer_exe:
+        turns[f"{SCALE_PEER}-scale"] = (SCALE_PEER, peer_exe, ["scale", *size])
+    out: dict[str, dict] = {}
+    for rep in range(reps):
+        for part, (name, python, args) in turns.items():
+            if "error" in out.get(part, {}):
+                continue
+            print(f"[bench] {part}: four processes against one (rep {rep + 1} of {reps}) ...", flush=True)
+            result = run_driver(name, python, [*args, "--reps", "1"], timeout=600)
+            out[part] = result if "error" in result else merged(out.get(part), result)
+    rest = (["scale-but-pairs", "--n", "400", "--big", "20000", "--window", "2", "--reps", "1", "--long", "3000"] if quick
+            else ["scale-but-pairs", "--n", "20000", "--window", str(window), "--reps", str(reps)])
+    print("[bench] boson-scale: admission by queue size, RSS, the long drain ...", flush=True)
+    result = run_driver("boson", exe, rest + ["--concurrency", str(SCALE_CONCURRENCY)], timeout=900)
+    pairs = out["boson-scale"]
+    out["boson-scale"] = next((r for r in (pairs, result) if "error" in r), {**result, **pairs})
+    return out
+
+
 def machine() -> str:
     cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
                 if ln.startswith("model name")), platform.processor())
@@ -350,15 +376,9 @@ def main() -> None:
         if exe is None:
             errors["boson-scale"] = errors["boson-sqlite"] = "boson's virtualenv could not be installed"
         else:
-            scale_args = (["scale", "--n", "400", "--big", "20000", "--window", "2", "--reps", "1", "--long", "3000"] if a.quick
-                          else ["scale", "--n", "20000", "--window", str(a.window), "--reps", str(reps)])
-            raw["boson-scale"] = run_driver("boson", exe, scale_args + ["--concurrency", str(SCALE_CONCURRENCY)], timeout=900)
-            parts = ["boson-scale", "boson-sqlite"]
-            if SCALE_PEER in ready and SCALE_PEER not in errors:
-                peer_args = (["scale", "--n", "400", "--window", "2", "--reps", "1"] if a.quick
-                             else ["scale", "--n", "20000", "--window", str(a.window), "--reps", str(reps)])
-                raw[f"{SCALE_PEER}-scale"] = run_driver(SCALE_PEER, ready[SCALE_PEER], peer_args, timeout=600)
-                parts.append(f"{SCALE_PEER}-scale")
+            peer_exe = ready.get(SCALE_PEER) if SCALE_PEER not in errors else None
+            raw.update(scale_in_turns(exe, peer_exe, a.quick, reps, a.window))
+            parts = ["boson-scale", "boson-sqlite"] + ([f"{SCALE_PEER}-scale"] if peer_exe else [])
             sq_args = ["sqlite", "--n", "300" if a.quick else "20000", "--window", "2" if a.quick else str(a.window),
                        "--reps", str(reps)]
             raw["boson-sqlite"] = run_driver("boson", exe, sq_args, timeout=600)

@@ -1,13 +1,14 @@
 """boson_django in the benchmark. Run by bench/run.py in bench/.venvs/boson:
 
-    python bench/systems/boson.py peers|single|scale|sqlite|long [--n N] [--reps R]
+    python bench/systems/boson.py peers|single|scale|sqlite|long|... [--n N] [--reps R]
 
 ``peers``: the measurements every system gets (bulk, one-at-a-time, drain, wake-up);
 ``single``: the one-at-a-time enqueue alone (bench/run.py's turns);
 ``scale``: boson-only (admission at 10k vs 1M queued, 4 processes vs 1 at the
 given and at the default concurrency, RSS at concurrency 32, a long drain's first fifth
-against its last); ``long``: that long drain alone (``--long N``); ``sqlite``: drain
-with one worker on SQLite.
+against its last); ``scale-pairs``: only its 4-against-1 pairs; ``scale-but-pairs``: the
+rest of it; ``long``: that long drain alone (``--long N``); ``sqlite``: drain with one
+worker on SQLite.
 """
 
 from __future__ import annotations
@@ -219,23 +220,51 @@ def fill(n: int) -> None:
 
 
 def scale(args: argparse.Namespace) -> dict:
+    """Everything the scale targets need: admission by queue size, the pairs, RSS, the long drain."""
     setup()
+    return {**queue_sizes(args), **pairs(args), **long_and_rss(args)}
+
+
+def queue_sizes(args: argparse.Namespace) -> dict:
+    """``admit(100)`` with 10,000 queued and with ``args.big`` queued."""
     out: dict = {}
     for queued in (10_000, args.big):
         truncate()
         fill(queued)
         out[f"admit_ms_{queued}"] = [admission_ms(30, 100) for _ in range(args.reps)]
     truncate()
+    return out
+
+
+def pairs(args: argparse.Namespace) -> dict:
+    """One process against four, at ``args.concurrency`` and at the default, in turns so
+    that the host's drift falls on both alike. ``bench/run.py`` runs one rep at a time,
+    between the peer's, so that both systems' ratios come from the same minutes."""
+    out: dict = {}
     for key, concurrency in (("", args.concurrency), ("_default", default_concurrency())):
-        for _ in range(args.reps):  # in turns, so that the host's drift falls on both alike
+        for _ in range(args.reps):
             for processes, n in ((1, args.n), (4, args.n * 2)):
                 drained = drain_started(n, concurrency, processes, window_s=args.window)
                 out.setdefault(f"drain_{processes}proc{key}", []).append(drained["jobs_per_s"])
                 out.setdefault(f"cpu_{processes}proc{key}", []).append(drained["cpu"])
-    out["rss_mb_c32"] = drain(args.n, 32, 1, window_s=args.window)["rss_mb"]
+    return out
+
+
+def long_and_rss(args: argparse.Namespace) -> dict:
+    out: dict = {"rss_mb_c32": drain(args.n, 32, 1, window_s=args.window)["rss_mb"]}
     long = long_drain(args.long, args.concurrency)
     out["long_first_fifth"], out["long_last_fifth"] = long["first_fifth"], long["last_fifth"]
     return out
+
+
+def scale_but_pairs(args: argparse.Namespace) -> dict:
+    setup()
+    return {**queue_sizes(args), **long_and_rss(args)}
+
+
+def scale_pairs(args: argparse.Namespace) -> dict:
+    setup()
+    return pairs(args)
 
 
 def long_drain(n: int, concurrency: int, timeout_s: float = 300.0) -> dict:
@@ -283,7 +312,7 @@ def sqlite(args: argparse.Namespace) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("what", choices=["peers", "single", "scale", "sqlite", "drain", "enqueue", "wakeup", "long"])
+    parser.add_argument("what", choices=["peers", "single", "scale", "scale-pairs", "scale-but-pairs", "sqlite", "drain", "enqueue", "wakeup", "long"])
     parser.add_argument("--n", type=int, default=20_000)
     parser.add_argument("--single", type=int, default=1_000)
     parser.add_argument("--reps", type=int, default=3)
@@ -312,7 +341,8 @@ def main() -> None:
         measure = drain_started if args.started else drain
         result = {"drain": [measure(args.n, args.concurrency, args.processes, args.window) for _ in range(args.reps)]}
     else:
-        result = {"peers": peers, "scale": scale, "sqlite": sqlite}[args.what](args)
+        result = {"peers": peers, "scale": scale, "scale-pairs": scale_pairs, "scale-but-pairs": scale_but_pairs,
+                  "sqlite": sqlite}[args.what](args)
     common.emit(result)
 
 

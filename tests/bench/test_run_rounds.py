@@ -72,3 +72,42 @@ def test_the_scale_table_puts_the_peers_four_processes_beside_boson():
     assert rows[rows.index(peer_rows[1]) + 1].startswith("| CPU mid-drain, 1 process / 4: cores busy 1.50 / 1.50")
     assert ">= 1.5x: 1.10x" in table and ">= 1.5x: 1.20x" in table  # boson's own rows unchanged
     assert "pgqueuer" not in run.scale_table(boson, {"drain": [2000.0]})
+
+
+def test_boson_and_the_peer_take_the_scale_pairs_in_turns(monkeypatch):
+    run = _run_module()
+    calls: list[tuple[str, str]] = []
+
+    def driver(name, exe, args, timeout):
+        calls.append((name, args[0]))
+        if args[0] == "scale-but-pairs":
+            return {"admit_ms_10000": [1.0], "rss_mb_c32": 50.0, "seconds": 5.0}
+        rate = 100.0 * len(calls)
+        return {"drain_1proc": [rate], "drain_4proc": [rate * 1.5], "cpu_1proc": [{}], "cpu_4proc": [{}],
+                "seconds": 1.0}
+
+    monkeypatch.setattr(run, "run_driver", driver)
+    out = run.scale_in_turns("boson-python", "peer-python", quick=True, reps=3, window=2.0)
+
+    pair = [("boson", "scale-pairs"), (run.SCALE_PEER, "scale")]
+    assert calls == pair * 3 + [("boson", "scale-but-pairs")]
+    assert out["boson-scale"]["drain_1proc"] == [100.0, 300.0, 500.0]
+    assert out[f"{run.SCALE_PEER}-scale"]["drain_4proc"] == [300.0, 600.0, 900.0]
+    assert out["boson-scale"]["admit_ms_10000"] == [1.0] and out["boson-scale"]["rss_mb_c32"] == 50.0
+
+
+def test_a_failed_scale_rep_is_reported_and_not_run_again(monkeypatch):
+    run = _run_module()
+    calls: list[str] = []
+
+    def driver(name, exe, args, timeout):
+        calls.append(name)
+        if name == "boson" and args[0] == "scale-pairs":
+            return {"error": "exit 1: boom"}
+        return {"drain_1proc": [1.0], "drain_4proc": [1.0], "seconds": 1.0}
+
+    monkeypatch.setattr(run, "run_driver", driver)
+    out = run.scale_in_turns("boson-python", None, quick=True, reps=2, window=2.0)
+
+    assert calls == ["boson", "boson"]  # the failed pairs once, then the rest; no peer given
+    assert out == {"boson-scale": {"error": "exit 1: boom"}}
