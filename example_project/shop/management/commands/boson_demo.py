@@ -10,6 +10,7 @@ says whether every job ended where it should.
 from __future__ import annotations
 
 import secrets
+import signal
 import socket
 import sys
 import time
@@ -50,6 +51,7 @@ class Command(BaseCommand):
         plan = mix.enqueue_mix()
         supervisor = Supervisor(Path(options["log_dir"]))
         self.stdout.write(f"store: {database.describe()}; {len(plan.job_ids)} jobs enqueued; logs in {options['log_dir']}")
+        _stop_like_ctrl_c(signal.SIGTERM, signal.SIGHUP)
         try:
             supervisor.start_workers()
             if options["drain"]:
@@ -147,6 +149,19 @@ def _admin_login() -> str:
         user.set_password(password)
         user.save()
     return password
+
+
+def _stop_like_ctrl_c(*signums: signal.Signals) -> None:
+    """A ``kill`` or a closed terminal stops the demo the way Ctrl-C does. The workers and
+    the server run in sessions of their own (so that Ctrl-C reaches only this process);
+    ended by the default action of SIGTERM or SIGHUP, this process would leave them
+    running, holding the demo's database."""
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    for signum in signums:
+        signal.signal(signum, interrupt)
 
 
 def _free_port(first: int) -> int:
