@@ -1,5 +1,8 @@
 """Graceful shutdown: SIGTERM/SIGINT stop admission, running jobs get a grace period to
 finish, the rest are handed back with ``services.release`` and the process exits 0.
+SIGHUP (the terminal a worker was started from closing, an SSH session dropping) does the
+same: left to its default action it would end the process at once, and every job it ran
+would come back after its lease as a crash, counted toward the task's crash limit.
 
 A second signal ends the grace at once (release now). Signal handlers can only be
 installed from the main thread; an embedded or test worker is stopped with
@@ -15,7 +18,7 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
-SIGNALS = (signal.SIGTERM, signal.SIGINT)
+SIGNALS = (signal.SIGTERM, signal.SIGINT) + ((signal.SIGHUP,) if hasattr(signal, "SIGHUP") else ())
 
 
 class Shutdown:
@@ -50,7 +53,7 @@ class Shutdown:
         return float("inf") if self.deadline is None else max(self.deadline - time.monotonic(), 0.0)
 
     def install(self) -> bool:
-        """Handle SIGTERM/SIGINT; False when not on the main thread (nothing installed)."""
+        """Handle SIGTERM/SIGINT/SIGHUP; False when not on the main thread (nothing installed)."""
         if threading.current_thread() is not threading.main_thread():
             return False
         for sig in SIGNALS:

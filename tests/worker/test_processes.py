@@ -84,14 +84,16 @@ def test_sigkill_mid_job_is_reclaimed_and_completed_exactly_once(live_clock, tmp
     assert (tmp_path / f"finished-{result.id}").read_text() == "11"
 
 
-def test_sigterm_drains_running_jobs_and_exits_zero(live_clock, tmp_path, procs):
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_sigterm_drains_running_jobs_and_exits_zero(live_clock, tmp_path, procs, signum):
+    """SIGHUP (a closed terminal) stops the worker as SIGTERM does, not as a crash."""
     jobs = [gated.enqueue(str(tmp_path), i) for i in range(3)]
     proc = Proc(tmp_path, "w-term", "--concurrency", "4", "--grace-seconds", "60")
     procs.append(proc)
     for each in jobs:
         started_file(tmp_path, each.id)
-    proc.popen.send_signal(signal.SIGTERM)
-    proc.wait_for_line("stopping (SIGTERM)")
+    proc.popen.send_signal(signum)
+    proc.wait_for_line(f"stopping ({signal.Signals(signum).name})")
     late = noop.enqueue()  # admission has stopped: this one waits for another worker
     (tmp_path / "go").write_text("go")
     assert proc.exit_code() == 0, proc.log.read_text()
