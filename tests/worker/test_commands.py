@@ -70,3 +70,42 @@ def test_sweep_skips_a_duty_another_node_holds(live_clock):
 def test_worker_rejects_a_bad_concurrency():
     with pytest.raises(CommandError):
         call_command("boson_worker", "--concurrency", "0")
+
+
+@pytest.mark.parametrize("option, value, says", [
+    ("--concurrency", "0", "must be a whole number >= 1, got '0'"),
+    ("--max-jobs", "many", "must be a whole number >= 1, got 'many'"),
+    ("--poll-interval-ms", "-5", "must be a whole number >= 1"),
+    ("--grace-seconds", "-1", "must be a number of seconds >= 0, got '-1'"),
+    ("--grace-seconds", "nan", "must be a number of seconds >= 0"),
+    ("--queue", " ", "a queue name cannot be empty"),
+])
+def test_worker_options_out_of_range_are_refused_by_name(live_clock, option, value, says):
+    waiting = noop.enqueue()
+    with pytest.raises(CommandError) as refused:
+        call_command("boson_worker", "--burst", option, value)
+    assert option in str(refused.value) and says in str(refused.value)
+    assert state(waiting.id) == "available"  # no worker ran
+
+
+def test_worker_on_an_unknown_database_alias_is_refused(live_clock):
+    with pytest.raises(CommandError, match="no database 'elsewhere' in DATABASES"):
+        call_command("boson_worker", "--burst", "--database", "elsewhere")
+
+
+def test_worker_on_a_database_without_the_migrations_says_to_migrate(tmp_path):
+    """Not a tick failing and retrying forever: one clear error, exit status 1."""
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    env = dict(os.environ, DJANGO_SETTINGS_MODULE="tests.settings", PYTHONPATH=str(root), BOSON_TEST_DB="sqlite",
+               BOSON_SQLITE_PATH=str(tmp_path / "never-migrated.sqlite3"))
+    done = subprocess.run([sys.executable, "-m", "django", "boson_worker", "--burst"], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1, done.stderr
+    assert "database 'default' lacks boson_django's migrations 0001_initial" in done.stderr
+    assert "run `manage.py migrate --database default` first" in done.stderr
+    assert "Traceback" not in done.stderr

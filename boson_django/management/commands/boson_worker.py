@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import argparse
 import logging
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import DatabaseError, connections
+from django.db.migrations.executor import MigrationExecutor
 
+from boson_django.services import _db
 from boson_django.worker import Worker, WorkerOptions
 
 
 class Command(BaseCommand):
-    help = "Run boson jobs: admit, execute and acknowledge them until stopped (SIGTERM/SIGINT drain gracefully)."
+    help = "Run boson jobs: admit, execute and acknowledge them until stopped (SIGTERM/SIGINT/SIGHUP drain gracefully)."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--queue", action="append", default=[], dest="queues",
+        parser.add_argument("--queue", action="append", default=[], dest="queues", type=_queue_name,
                             help="Queue to work (repeatable). Default: every queue.")
         parser.add_argument("--concurrency", type=_positive, help="Jobs run at once (default BOSON['CONCURRENCY']).")
         parser.add_argument("--burst", action="store_true", help="Run what is due, then exit 0.")
@@ -22,7 +26,7 @@ class Command(BaseCommand):
         parser.add_argument("--poll-interval-ms", type=_positive, help="Idle poll period (default BOSON['POLL_INTERVAL_MS']).")
         parser.add_argument("--no-notify", action="store_true", help="Poll only: no LISTEN/NOTIFY (PgBouncer, SQLite).")
         parser.add_argument("--worker-id", help="Name recorded on leases and runs (default host:pid:random).")
-        parser.add_argument("--grace-seconds", type=float,
+        parser.add_argument("--grace-seconds", type=_non_negative,
                             help="On SIGTERM, how long running jobs may finish (default BOSON['SHUTDOWN_GRACE_MS']).")
         parser.add_argument("--database", help="Database alias of the store (default BOSON['DATABASE']).")
         parser.add_argument("--metrics-port", type=_positive,
@@ -34,6 +38,7 @@ class Command(BaseCommand):
             from boson_django.metrics import serve
 
             serve(options["metrics_port"])
+        _check_store_migrated(options["database"])
         grace = options["grace_seconds"]
         worker = Worker(WorkerOptions(
             queues=options["queues"],
@@ -43,7 +48,7 @@ class Command(BaseCommand):
             poll_interval_ms=options["poll_interval_ms"],
             notify=False if options["no_notify"] else None,
             worker_id=options["worker_id"],
-            grace_ms=None if grace is None else int(max(grace, 0) * 1000),
+            grace_ms=None if grace is None else int(grace * 1000),
             using=options["database"],
         ))
         worker.run()
@@ -61,8 +66,47 @@ def _log_to_stderr(verbosity: int) -> None:
     logger.setLevel({0: logging.WARNING, 1: logging.INFO}.get(verbosity, logging.DEBUG))
 
 
+def _check_store_migrated(using: str | None) -> None:
+    """A worker on a database without boson_django's tables (or with some of its
+    migrations missing) would fail every tick and retry forever; say what to do instead.
+    A database that cannot be reached is left to the worker, which waits for it."""
+    alias = _db.alias(using)
+    if alias not in connections.settings:
+        raise CommandError(f"no database {alias!r} in DATABASES (--database, or BOSON['DATABASE'])")
+    try:
+        executor = MigrationExecutor(connections[alias])
+        plan = executor.migration_plan(executor.loader.graph.leaf_nodes())
+    except DatabaseError:
+        return
+    missing = [migration.name for migration, _ in plan if migration.app_label == "boson_django"]
+    if missing:
+        raise CommandError(
+            f"database {alias!r} lacks boson_django's migrations {', '.join(missing)}: "
+            f"run `manage.py migrate --database {alias}` first"
+        )
+
+
 def _positive(text: str) -> int:
-    value = int(text)
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}") from None
     if value < 1:
-        raise ValueError(f"must be >= 1, got {value}")
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
     return value
+
+
+def _non_negative(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0, got {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0, got {text!r}")
+    return value
+
+
+def _queue_name(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("a queue name cannot be empty")
+    return text
