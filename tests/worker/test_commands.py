@@ -88,13 +88,16 @@ def test_worker_options_out_of_range_are_refused_by_name(live_clock, option, val
     assert state(waiting.id) == "available"  # no worker ran
 
 
-def test_worker_on_an_unknown_database_alias_is_refused(live_clock):
+@pytest.mark.parametrize("command", ["boson_worker", "boson_status", "boson_sweep", "boson_check"])
+def test_an_unknown_database_alias_is_refused_by_name(live_clock, command):
     with pytest.raises(CommandError, match="no database 'elsewhere' in DATABASES"):
-        call_command("boson_worker", "--burst", "--database", "elsewhere")
+        call_command(command, "--database", "elsewhere")
 
 
-def test_worker_on_a_database_without_the_migrations_says_to_migrate(tmp_path):
-    """Not a tick failing and retrying forever: one clear error, exit status 1."""
+@pytest.mark.parametrize("command", ["boson_worker", "boson_status", "boson_sweep", "boson_check"])
+def test_a_command_on_a_database_without_the_migrations_says_to_migrate(tmp_path, command):
+    """Not a worker's tick failing and retrying forever, nor a traceback: one clear error,
+    exit status 1."""
     import os
     import pathlib
     import subprocess
@@ -103,8 +106,8 @@ def test_worker_on_a_database_without_the_migrations_says_to_migrate(tmp_path):
     root = pathlib.Path(__file__).resolve().parents[2]
     env = dict(os.environ, DJANGO_SETTINGS_MODULE="tests.settings", PYTHONPATH=str(root), BOSON_TEST_DB="sqlite",
                BOSON_SQLITE_PATH=str(tmp_path / "never-migrated.sqlite3"))
-    done = subprocess.run([sys.executable, "-m", "django", "boson_worker", "--burst"], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run([sys.executable, "-m", "django", command, *(["--burst"] if command == "boson_worker" else [])],
+                          cwd=root, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 1, done.stderr
     assert "database 'default' lacks boson_django's migrations 0001_initial" in done.stderr
     assert "run `manage.py migrate --database default` first" in done.stderr

@@ -10,7 +10,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from boson_django.services import _db, find_problems
+from boson_django.management.store import checked_alias
+from boson_django.services import find_problems
 
 
 class Command(BaseCommand):
@@ -26,7 +27,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         stranded = options["stranded_after_ms"]
         problems = find_problems(
-            stranded_after_ms=None if stranded < 0 else stranded, using=_db.alias(options["database"]),
+            stranded_after_ms=None if stranded < 0 else stranded, using=checked_alias(options["database"]),
         )
         if not problems:
             self.stdout.write("boson_check: no problems found")

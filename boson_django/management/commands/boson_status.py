@@ -13,8 +13,8 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.db.models import Count
 
 from boson_django import clock
+from boson_django.management.store import checked_alias
 from boson_django.models import Duty, Job, Queue
-from boson_django.services import _db
 from boson_django.states import JobState
 
 STATES = [s.value for s in JobState]
@@ -41,7 +41,7 @@ class Command(BaseCommand):
         parser.add_argument("--database", help="Database alias of the store (default BOSON['DATABASE']).")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        using = _db.alias(options["database"])
+        using = checked_alias(options["database"])
         now = clock.now(using)
         self.stdout.write(f"store time {now.isoformat()}")
         self._queues(using)

@@ -8,7 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from boson_django import conf
-from boson_django.services import _db
+from boson_django.management.store import checked_alias
 from boson_django.worker.runtime import default_worker_id
 from boson_django.worker.sweeper import Sweeper
 
@@ -22,7 +22,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         settings = conf.get()
-        sweeper = Sweeper(f"boson_sweep:{default_worker_id()}", _db.alias(options["database"]),
+        sweeper = Sweeper(f"boson_sweep:{default_worker_id()}", checked_alias(options["database"]),
                           settings.SWEEP_INTERVAL_MS, options["batch"] or settings.SWEEP_BATCH)
         try:
             done = sweeper.run()

@@ -6,11 +6,9 @@ import argparse
 import logging
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import DatabaseError, connections
-from django.db.migrations.executor import MigrationExecutor
+from django.core.management.base import BaseCommand, CommandParser
 
-from boson_django.services import _db
+from boson_django.management.store import checked_alias
 from boson_django.worker import Worker, WorkerOptions
 
 
@@ -38,7 +36,7 @@ class Command(BaseCommand):
             from boson_django.metrics import serve
 
             serve(options["metrics_port"])
-        _check_store_migrated(options["database"])
+        using = checked_alias(options["database"])
         grace = options["grace_seconds"]
         worker = Worker(WorkerOptions(
             queues=options["queues"],
@@ -49,7 +47,7 @@ class Command(BaseCommand):
             notify=False if options["no_notify"] else None,
             worker_id=options["worker_id"],
             grace_ms=None if grace is None else int(grace * 1000),
-            using=options["database"],
+            using=using,
         ))
         worker.run()
 
@@ -64,26 +62,6 @@ def _log_to_stderr(verbosity: int) -> None:
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
     logger.addHandler(handler)
     logger.setLevel({0: logging.WARNING, 1: logging.INFO}.get(verbosity, logging.DEBUG))
-
-
-def _check_store_migrated(using: str | None) -> None:
-    """A worker on a database without boson_django's tables (or with some of its
-    migrations missing) would fail every tick and retry forever; say what to do instead.
-    A database that cannot be reached is left to the worker, which waits for it."""
-    alias = _db.alias(using)
-    if alias not in connections.settings:
-        raise CommandError(f"no database {alias!r} in DATABASES (--database, or BOSON['DATABASE'])")
-    try:
-        executor = MigrationExecutor(connections[alias])
-        plan = executor.migration_plan(executor.loader.graph.leaf_nodes())
-    except DatabaseError:
-        return
-    missing = [migration.name for migration, _ in plan if migration.app_label == "boson_django"]
-    if missing:
-        raise CommandError(
-            f"database {alias!r} lacks boson_django's migrations {', '.join(missing)}: "
-            f"run `manage.py migrate --database {alias}` first"
-        )
 
 
 def _positive(text: str) -> int:
