@@ -15,7 +15,9 @@ idle worker) where the system wakes on NOTIFY. Boson only: admission time per ba
 default; with where the machine's CPU went in the middle of each drain), worker RSS at
 concurrency 32, SQLite drain with one worker. pgqueuer's four processes against one (its
 default batch, measured the same way) follow boson's, so that the four-processes ratio has
-a peer's beside it. Results: a table on stdout and
+a peer's beside it; before them, ``machine_scaling.py`` measures what four busy processes
+of pure Python get done on this machine against one, with no database, so that the ratio
+has the machine's own ceiling beside it too. Results: a table on stdout and
 bench/results/<stamp>.json. The systems take turns: every system's first rep,
 then every system's second, and so on, so that the host's drift from minute to minute
 falls on all of them alike. The one-at-a-time enqueue, under a second for each system,
@@ -46,6 +48,10 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 VENVS = BENCH / ".venvs"
+if str(BENCH) not in sys.path:
+    sys.path.insert(0, str(BENCH))
+
+import machine_scaling  # noqa: E402
 
 #: name -> (driver script, pip requirements, needs Python >= 3.12, extra driver args)
 SYSTEMS: dict[str, tuple[str, list[str], bool, list[str]]] = {
@@ -228,7 +234,7 @@ def table(summaries: dict[str, dict], errors: dict[str, str]) -> str:
     return "\n".join(rows)
 
 
-def scale_table(scale: dict, sqlite: dict, peer: dict | None = None) -> str:
+def scale_table(scale: dict, sqlite: dict, peer: dict | None = None, machine: dict | None = None) -> str:
     rows = ["| boson only | median | target |", "|---|---|---|"]
     small, big = med(scale.get("admit_ms_10000")), next((med(v) for k, v in scale.items()
                                                          if k.startswith("admit_ms_") and k != "admit_ms_10000"), None)
@@ -240,12 +246,23 @@ def scale_table(scale: dict, sqlite: dict, peer: dict | None = None) -> str:
         rows += four_against_one(scale, key, how, ">= 1.5x")
     if peer:
         rows += four_against_one(peer, "", f"{SCALE_PEER}'s default batch (10)", "the peer's")
+    if machine:
+        rows.append(machine_row(machine))
     rows.append(f"| worker RSS at concurrency 32 | {fmt(scale.get('rss_mb_c32'), ' MB')} | < 150 MB |")
     first, last = scale.get("long_first_fifth"), scale.get("long_last_fifth")
     rows.append(f"| long drain from an empty run table, 1 process: first fifth / last fifth | "
                 f"{fmt(first, '')} / {fmt(last, ' jobs/s')} | steady: {(last / first if first and last else 0):.2f}x |")
     rows.append(f"| SQLite drain, 1 process | {fmt(med(sqlite.get('drain')), ' jobs/s')} | >= 2,000 jobs/s |")
     return "\n".join(rows)
+
+
+def machine_row(machine: dict) -> str:
+    """What four busy processes get done on this machine with no database or queue in the
+    way (``machine_scaling.py``): the most any system's four could gain over a one that
+    kept a whole core busy by itself."""
+    rounds = ", ".join(f"{r:.2f}x" for r in machine["rounds"]["4"])
+    return (f"| the machine alone, pure Python, no database: 4 busy processes against 1 | "
+            f"{machine['median']['4']:.2f}x (rounds {rounds}) | the ceiling for CPU-bound processes |")
 
 
 def four_against_one(scale: dict, key: str, how: str, target: str) -> list[str]:
@@ -377,6 +394,8 @@ def main() -> None:
             errors["boson-scale"] = errors["boson-sqlite"] = "boson's virtualenv could not be installed"
         else:
             peer_exe = ready.get(SCALE_PEER) if SCALE_PEER not in errors else None
+            raw["machine-scaling"] = machine_scaling.measure(0.2 if a.quick else 1.5, 1 if a.quick else reps)
+            print("[bench] " + machine_scaling.summary_line(raw["machine-scaling"]), flush=True)
             raw.update(scale_in_turns(exe, peer_exe, a.quick, reps, a.window))
             parts = ["boson-scale", "boson-sqlite"] + ([f"{SCALE_PEER}-scale"] if peer_exe else [])
             sq_args = ["sqlite", "--n", "300" if a.quick else "20000", "--window", "2" if a.quick else str(a.window),
@@ -396,7 +415,7 @@ def main() -> None:
                 print("\n" + "\n".join(f"[bench] {k}: FAILED {why}" for k, why in failed.items()))
             if not {"boson-scale", "boson-sqlite"} & set(failed):
                 print("\n" + scale_table(raw["boson-scale"], raw["boson-sqlite"], raw.get(f"{SCALE_PEER}-scale")
-                                          if f"{SCALE_PEER}-scale" not in failed else None))
+                                          if f"{SCALE_PEER}-scale" not in failed else None, raw["machine-scaling"]))
     out = BENCH / "results"
     out.mkdir(exist_ok=True)
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")

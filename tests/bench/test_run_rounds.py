@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import statistics
 from pathlib import Path
 
 RUN = Path(__file__).resolve().parents[2] / "bench" / "run.py"
@@ -111,3 +112,21 @@ def test_a_failed_scale_rep_is_reported_and_not_run_again(monkeypatch):
 
     assert calls == ["boson", "boson"]  # the failed pairs once, then the rest; no peer given
     assert out == {"boson-scale": {"error": "exit 1: boom"}}
+
+
+def test_the_machines_own_scaling_is_measured_with_no_database_and_shown_beside_the_ratios():
+    run = _run_module()
+    result = run.machine_scaling.measure(seconds=0.05, rounds=2)
+    assert set(result["rounds"]) == {"2", "4"} and all(len(v) == 2 for v in result["rounds"].values())
+    # several processes at once get some work done; one alone is the unit
+    assert all(r > 0 for v in result["rounds"].values() for r in v)
+    assert result["median"] == {k: statistics.median(v) for k, v in result["rounds"].items()}
+    assert "2 / 4 busy processes do" in run.machine_scaling.summary_line(result)
+
+    boson = {"admit_ms_10000": [1.0], "admit_ms_1000000": [1.2], "drain_1proc": [100.0], "drain_4proc": [110.0],
+             "rss_mb_c32": 50.0}
+    machine = {"rounds": {"2": [1.9], "4": [1.6, 1.8, 1.7]}, "median": {"2": 1.9, "4": 1.7}}
+    rows = run.scale_table(boson, {"drain": [2000.0]}, None, machine).splitlines()
+    row = next(r for r in rows if r.startswith("| the machine alone"))
+    assert "| 1.70x (rounds 1.60x, 1.80x, 1.70x) |" in row
+    assert not any(r.startswith("| the machine alone") for r in run.scale_table(boson, {"drain": [2000.0]}).splitlines())
