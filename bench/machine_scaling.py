@@ -7,7 +7,8 @@ processes get about twice the work of one done on two cores. On shared virtual m
 they may not (a busy neighbour core, cache and memory contention, the hypervisor), and
 then no queue can meet the target there. This measures it with no database and no queue
 at all: one process of pure Python work alone, then two and four of the same at once, in
-turns (so the host's drift falls on each alike), and prints the work the machine did with
+turns (so the host's drift falls on each alike; one alone is measured before and after),
+and prints the work the machine did with
 two and four against one alone, with the medians over the rounds. ``bench/run.py`` runs it
 first and puts it in its table beside the scale ratios.
 """
@@ -56,13 +57,16 @@ def work_done(processes: int, seconds: float) -> int:
 
 
 def measure(seconds: float = 1.5, rounds: int = 3, counts: tuple[int, ...] = (2, 4)) -> dict:
-    """Per round, one process alone then each of ``counts`` at once; the work of each
-    against one alone, round by round and as medians."""
+    """Per round, one process alone, each of ``counts`` at once, then one alone again; the
+    work of each against the mean of the two alone (the host's speed drifts within a
+    round: measured once, before, one round gave 2.41x for four on two cores)."""
     ratios: dict[str, list[float]] = {str(k): [] for k in counts}
     for _ in range(rounds):
-        alone = work_done(1, seconds)
+        before = work_done(1, seconds)
+        together = {k: work_done(k, seconds) for k in counts}
+        alone = (before + work_done(1, seconds)) / 2
         for k in counts:
-            ratios[str(k)].append(work_done(k, seconds) / max(alone, 1))
+            ratios[str(k)].append(together[k] / max(alone, 1))
     return {"rounds": ratios, "median": {k: statistics.median(v) for k, v in ratios.items()}}
 
 
