@@ -29,6 +29,7 @@ __all__ = ["Worker", "enqueue_many", "fault_env", "wait_file", "wait_until", "RO
 def fault_env(**extra: str) -> dict[str, str]:
     env = subprocess_env()
     env["DJANGO_SETTINGS_MODULE"] = "tests.faults.settings"
+    env["PYTHONFAULTHANDLER"] = "1"  # a worker that will not exit dumps every thread's stack on SIGABRT
     env.update(extra)
     return env
 
@@ -77,10 +78,22 @@ class Worker:
     def exit_code(self, timeout: float = 60) -> int:
         try:
             return self.popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"{self.name} did not exit within {timeout:.0f} s:\n{self._stacks()}") from None
         finally:
             if self.popen.poll() is None:
                 self.popen.kill()
                 self.popen.wait(10)
+
+    def _stacks(self, lines: int = 200) -> str:
+        """The end of the log after SIGABRT made the stuck process write where each of its
+        threads is (the fault workers run with faulthandler on)."""
+        self.popen.send_signal(signal.SIGABRT)
+        try:
+            self.popen.wait(10)
+        except subprocess.TimeoutExpired:
+            pass
+        return "\n".join(self.text().splitlines()[-lines:])
 
     def cleanup(self) -> None:
         if self.popen.poll() is None:
