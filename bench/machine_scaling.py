@@ -8,9 +8,9 @@ they may not (a busy neighbour core, cache and memory contention, the hypervisor
 then no queue can meet the target there. This measures it with no database and no queue
 at all: one process of pure Python work alone, then two and four of the same at once, in
 turns (so the host's drift falls on each alike; one alone is measured before and after),
-and prints the work the machine did with
-two and four against one alone, with the medians over the rounds. ``bench/run.py`` runs it
-first and puts it in its table beside the scale ratios.
+and prints the work the machine did with two and four against one alone, with the medians
+over the rounds. ``bench/run.py`` runs it right before the scale drains and puts it in
+their table beside the ratios.
 """
 
 from __future__ import annotations
@@ -28,10 +28,10 @@ _ROWS = 50_000
 _CHUNK = 2_000
 
 
-def _work(seconds: float, start: multiprocessing.synchronize.Event, out: multiprocessing.Queue) -> None:
+def _work(seconds: float, start: multiprocessing.synchronize.Barrier, out: multiprocessing.Queue) -> None:
     rows = [{"id": str(i), "n": i, "s": "x" * (i % 50)} for i in range(_ROWS)]
     rng = random.Random(7)
-    start.wait()
+    start.wait()  # every process has built its rows: the clocks start together
     deadline = time.perf_counter() + seconds
     chunks = 0
     while time.perf_counter() < deadline:
@@ -44,12 +44,10 @@ def _work(seconds: float, start: multiprocessing.synchronize.Event, out: multipr
 def work_done(processes: int, seconds: float) -> int:
     """Chunks of work ``processes`` processes did together in ``seconds``, started at once."""
     ctx = multiprocessing.get_context("fork")
-    start, out = ctx.Event(), ctx.Queue()
+    start, out = ctx.Barrier(processes), ctx.Queue()
     procs = [ctx.Process(target=_work, args=(seconds, start, out)) for _ in range(processes)]
     for p in procs:
         p.start()
-    time.sleep(0.3)  # each builds its rows before the clock starts
-    start.set()
     total = sum(out.get() for _ in procs)
     for p in procs:
         p.join()
