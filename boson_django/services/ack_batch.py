@@ -12,8 +12,6 @@ every other ack goes through the same transition code as :func:`ack`.
 
 from __future__ import annotations
 
-import random
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -22,7 +20,7 @@ from typing import Any, NamedTuple
 from boson_django import clock, conf, transitions
 from boson_django.errors import InvalidEnvelope, LeaseRejected, StoreError
 from boson_django.models import Job
-from boson_django.services import _db, ack_pg, acks, leases, throughput
+from boson_django.services import _db, ack_pg, acks, buckets, leases, throughput
 from boson_django.services.types import LeaseRef
 from boson_django.states import JobState, Outcome
 
@@ -147,15 +145,30 @@ def _ack_general(requests: Sequence[AckRequest], *, using: str | None = None) ->
             fast.append((i, row, ok))
         else:
             slow.append((i, ok))
+    tally = throughput.Tally()
     if slow:  # already locked: the ORM rows for the general transition code
         payload_free = Job.objects.using(using).defer("args", "kwargs", "meta", "checkpoint")
         jobs = payload_free.in_bulk([checked[i][0].job_id for i, _ in slow])
+        _lock_buckets([(jobs[checked[i][0].job_id], ok) for i, ok in slow], now, using)
         for i, ok in slow:
-            replies[i] = AckReply(checked[i][0], state=acks.apply(jobs[checked[i][0].job_id], ok, now, using), at=now)
-    _complete_all(fast, now, using)
+            replies[i] = AckReply(checked[i][0], state=acks.apply(jobs[checked[i][0].job_id], ok, now, using, tally), at=now)
+    _complete_all(fast, now, using, tally)
+    tally.write(now, using)
     for i, job, _ in fast:
         replies[i] = AckReply(checked[i][0], state=None if job.retention_ms == 0 else JobState.COMPLETED.value, at=now)
     return replies  # type: ignore[return-value]
+
+
+def _lock_buckets(acked: list[tuple[Job, acks.Checked]], now: datetime, using: str) -> None:
+    """Lock, in name order, the rate-class buckets the acks will correct or read: each ack
+    locks its own bucket in request order, so two flushes touching the same buckets in a
+    different order would otherwise deadlock."""
+    names = {
+        job.rate_class for job, ok in acked
+        if job.rate_class and (ok.weight is not None or ok.outcome is Outcome.RATE_LIMITED)
+    }
+    if names:
+        buckets.Buckets(using, now).load(names)
 
 
 @dataclass
@@ -209,12 +222,15 @@ def _is_plain_success(job: _Row, ok: acks.Checked) -> bool:
     )
 
 
-def _complete_all(done: list[tuple[int, _Row, acks.Checked]], now: datetime, using: str) -> None:
-    """running -> completed (or deleted at retention 0) for the batch: counters, results,
-    runs and rows, a fixed number of statements whatever the batch size."""
+def _complete_all(
+    done: list[tuple[int, _Row, acks.Checked]], now: datetime, using: str, tally: throughput.Tally
+) -> None:
+    """running -> completed (or deleted at retention 0) for the batch: results, runs and
+    rows, a fixed number of statements whatever the batch size; counted into ``tally``."""
     if not done:
         return
-    _count(done, now, using)
+    for _, job, _ in done:
+        tally.add(job.queue, "completed", job.attempted_at, job.run_at, now)
     transitions.acked([(job, ok.outcome, None if job.retention_ms == 0 else "completed") for _, job, ok in done], now, using)
     deleted = [job.id for _, job, _ in done if job.retention_ms == 0]
     acks.delete_jobs(deleted, using)
@@ -245,19 +261,6 @@ def _complete_all(done: list[tuple[int, _Row, acks.Checked]], now: datetime, usi
             f"recorded = FALSE WHERE {found} AND {_db.STILL_OPEN}",
             [stamp, "[]", *keyed],
         )
-
-
-def _count(done: list[tuple[int, _Row, acks.Checked]], now: datetime, using: str) -> None:
-    """The throughput counters of the batch: one upsert, one row per distinct key."""
-    keys: Counter[tuple[str, int]] = Counter()
-    for _, job, _ in done:
-        admitted = job.attempted_at or now
-        waited = throughput.wait_ms(admitted, job.run_at) if job.run_at else 0.0
-        keys[(job.queue, throughput.wait_bucket(waited))] += 1
-    throughput.count_many(
-        [(queue, "completed", bucket, n) for (queue, bucket), n in sorted(keys.items())],
-        now, random.randrange(throughput.SHARDS), using,
-    )
 
 
 def _put_results(results: list[tuple[_Row, Any]], now: datetime, using: str) -> None:

@@ -42,7 +42,9 @@ _PLANNER = ("enable_seqscan = off", "jit = off")
 #: Every row is found by key (``id = ANY(...)``, the runs by a LATERAL lookup), so the
 #: plan does not depend on the estimates of a queue table's statistics, which are often
 #: stale (a plan driven by a partial index the statistics think nearly empty compares
-#: every pair of rows). The acks go as one JSON object, job id -> [fence, result], read
+#: every pair of rows). The counters are upserted in key order under one shard
+#: (``throughput.Tally`` does the same), so two flushes lock shared rows in one order.
+#: The acks go as one JSON object, job id -> [fence, result], read
 #: once (the ``acks`` CTE) and looked up by key per job. The state test is written so
 #: that it matches no partial index (``_db.in_state``): with ``state = 'running'`` beside
 #: the key the planner took the partial index of running jobs and filtered all of them
@@ -93,6 +95,7 @@ counted AS (
   ) AS w
   CROSS JOIN LATERAL (SELECT floor(ln(w.x) / ln(2))::int AS b) AS e
   GROUP BY 1, 2, 4
+  ORDER BY 2, 4
   ON CONFLICT (minute, queue, outcome, wait_bucket, shard)
     DO UPDATE SET count = boson_throughput_minute.count + excluded.count
 )

@@ -85,14 +85,18 @@ def ack(
     checked = check(outcome, error, delay_ms, logs, actual_weight, result)
     assert using is not None
     now = clock.now(using)
-    return apply(leases.hold(lease, now, using), checked, now, using)
+    tally = throughput.Tally()
+    state = apply(leases.hold(lease, now, using), checked, now, using, tally)
+    tally.write(now, using)
+    return state
 
 
-def apply(job: Job, ok: Checked, now: datetime, using: str) -> str | None:
-    """The transition of a held, locked job (the caller checked the lease)."""
+def apply(job: Job, ok: Checked, now: datetime, using: str, tally: throughput.Tally) -> str | None:
+    """The transition of a held, locked job (the caller checked the lease); its finished
+    attempt goes into ``tally``, which the caller writes once its acks are applied."""
     job.charged_weight = buckets.reconcile(using, now, job.rate_class, job.charged_weight, ok.weight)
     spent = job.attempt + (1 if ok.outcome in ATTEMPT_SPENDING else 0)
-    throughput.count_finish(job, ok.outcome, spent, now, using)
+    tally.finish(job, ok.outcome, spent, now)
     step = _STEPS[ok.outcome]
     state = step(job, spent, now, ok.delay, ok.error or "", using)
     assert ends_in(JobState.RUNNING, ok.outcome, state), (ok.outcome, state)

@@ -1,7 +1,7 @@
 """Throughput counters: every finished attempt, counted at ack in the ack's transaction.
 
-One upsert per ack into ``boson_throughput_minute`` (minute, queue, outcome, wait bucket,
-shard). Counting at ack, not from runs, means a job deleted at ack (retention 0) still
+Rows of ``boson_throughput_minute`` (minute, queue, outcome, wait bucket, shard), one
+upsert per ack transaction however many acks it holds (:class:`Tally`). Counting at ack, not from runs, means a job deleted at ack (retention 0) still
 counts, and the dashboard reads at most a day of small rows instead of scanning runs.
 """
 
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections import Counter
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -18,13 +19,6 @@ from boson_django.states import Outcome
 
 SHARDS = 8
 KEEP = timedelta(days=2)
-
-_UPSERT = (
-    "INSERT INTO boson_throughput_minute (minute, queue, outcome, wait_bucket, shard, count) "
-    "VALUES (%s, %s, %s, %s, %s, 1) ON CONFLICT (minute, queue, outcome, wait_bucket, shard) "
-    "DO UPDATE SET count = boson_throughput_minute.count + 1"
-)
-
 
 def label(outcome: Outcome, spent: int, max_attempts: int) -> str | None:
     """What a finished attempt counts as; ``None`` for acks that finish no attempt."""
@@ -52,37 +46,46 @@ def wait_bucket(wait_ms: float) -> int:
     return math.frexp(max(wait_ms, 0.0) + 1.0)[1] - 1
 
 
-def count_finish(job: Any, outcome: Outcome, spent: int, now: datetime, using: str) -> None:
-    """Count this ack's finished attempt (call before the transition rewrites ``run_at``)."""
-    kind = label(outcome, spent, job.max_attempts)
-    if kind is None:
-        return
-    admitted = job.attempted_at or now
-    waited = wait_ms(admitted, job.run_at) if job.run_at else 0.0
-    connection = _db.conn(using)
-    minute = _db.dt_param(connection, now.replace(second=0, microsecond=0))
-    with connection.cursor() as cursor:
-        cursor.execute(_UPSERT, [minute, job.queue, kind, wait_bucket(waited), random.randrange(SHARDS)])
+class Tally:
+    """A transaction's finished attempts, counted in memory and written by one upsert at
+    its end (:meth:`write`): keys in sorted order under one shard, so two transactions
+    counting the same keys lock them in the same order. One upsert per ack, each with its
+    own shard, let two flushes of retries lock the same rows in opposite orders and
+    deadlock (seen in PostgreSQL's log under concurrent flushes; tests/concurrency)."""
 
+    def __init__(self) -> None:
+        self.keys: Counter[tuple[str, str, int]] = Counter()
 
-def count_many(rows: list[tuple[str, str, int, int]], now: datetime, shard: int, using: str) -> None:
-    """Count many finished attempts at once: ``(queue, outcome, wait_bucket, n)`` rows with
-    distinct keys, one upsert (the batched acks of :mod:`boson_django.services.ack_batch`)."""
-    if not rows:
-        return
-    connection = _db.conn(using)
-    minute = _db.dt_param(connection, now.replace(second=0, microsecond=0))
-    params: list[Any] = []
-    for queue, kind, bucket, n in rows:
-        params += [minute, queue, kind, bucket, shard, n]
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "INSERT INTO boson_throughput_minute (minute, queue, outcome, wait_bucket, shard, count) "
-            f"VALUES {', '.join(['(%s, %s, %s, %s, %s, %s)'] * len(rows))} "
-            "ON CONFLICT (minute, queue, outcome, wait_bucket, shard) "
-            "DO UPDATE SET count = boson_throughput_minute.count + excluded.count",
-            params,
-        )
+    def finish(self, job: Any, outcome: Outcome, spent: int, now: datetime) -> None:
+        """Count this ack's finished attempt, if it finishes one (call before the
+        transition rewrites ``run_at``)."""
+        kind = label(outcome, spent, job.max_attempts)
+        if kind is not None:
+            self.add(job.queue, kind, job.attempted_at, job.run_at, now)
+
+    def add(self, queue: str, kind: str, attempted_at: datetime | None, run_at: datetime | None, now: datetime) -> None:
+        waited = wait_ms(attempted_at or now, run_at) if run_at else 0.0
+        self.keys[(queue, kind, wait_bucket(waited))] += 1
+
+    def write(self, now: datetime, using: str) -> None:
+        """One upsert for everything counted; the tally is empty afterwards."""
+        if not self.keys:
+            return
+        connection = _db.conn(using)
+        minute = _db.dt_param(connection, now.replace(second=0, microsecond=0))
+        shard = random.randrange(SHARDS)
+        params: list[Any] = []
+        for (queue, kind, bucket), n in sorted(self.keys.items()):
+            params += [minute, queue, kind, bucket, shard, n]
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "INSERT INTO boson_throughput_minute (minute, queue, outcome, wait_bucket, shard, count) "
+                f"VALUES {', '.join(['(%s, %s, %s, %s, %s, %s)'] * len(self.keys))} "
+                "ON CONFLICT (minute, queue, outcome, wait_bucket, shard) "
+                "DO UPDATE SET count = boson_throughput_minute.count + excluded.count",
+                params,
+            )
+        self.keys.clear()
 
 
 @_db.store_transaction
