@@ -20,6 +20,7 @@ from django.db import connections
 
 from boson_django import conf
 from boson_django.services.wakeups import ANY_QUEUE, lease_channel
+from boson_django.worker.shutdown import SignalSafeEvent
 
 log = logging.getLogger("boson_django.worker")
 
@@ -28,18 +29,17 @@ _DJANGO_ONLY = {"isolation_level", "server_side_binding", "assume_role", "pool",
 
 
 class Waker:
-    """What the worker loop sleeps on: set by notifications, finished jobs and signals."""
+    """What the worker loop sleeps on: set by notifications, finished jobs and signals
+    (a signal handler sets it on the loop's own thread: :class:`SignalSafeEvent`)."""
 
     def __init__(self) -> None:
-        self._event = threading.Event()
+        self._event = SignalSafeEvent()
 
     def set(self) -> None:
         self._event.set()
 
     def wait(self, timeout: float) -> bool:
-        fired = self._event.wait(max(timeout, 0.0))
-        self._event.clear()
-        return fired
+        return self._event.wait(max(timeout, 0.0), clear=True)
 
 
 def connect_params(settings_dict: dict[str, Any]) -> dict[str, Any]:

@@ -21,11 +21,47 @@ from typing import Any
 SIGNALS = (signal.SIGTERM, signal.SIGINT) + ((signal.SIGHUP,) if hasattr(signal, "SIGHUP") else ())
 
 
+class SignalSafeEvent:
+    """A ``threading.Event`` that a signal handler may set.
+
+    Python runs a signal handler on the main thread between any two bytecodes, including
+    while that thread holds an event's own lock (inside its ``set``, ``wait`` or
+    ``clear``). ``threading.Event``'s lock is not reentrant, so a handler calling ``set``
+    there waited for its own thread forever: a worker that ignored SIGTERM, its loop
+    stuck, seen once in a CI run of the chaos test and reproduced by signalling a loop
+    that sets and waits on its waker (tests/worker/test_shutdown_signals.py). Here the
+    lock is reentrant: the handler's ``set`` goes through. One thread waits (the loop).
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition(threading.RLock())
+        self._flag = False
+
+    def is_set(self) -> bool:
+        return self._flag
+
+    def set(self) -> None:
+        with self._cond:
+            self._flag = True
+            self._cond.notify_all()
+
+    def wait(self, timeout: float | None = None, *, clear: bool = False) -> bool:
+        """Wait until set or ``timeout``; whether it was set (and, with ``clear``, unset
+        it in the same hold of the lock)."""
+        with self._cond:
+            if not self._flag:
+                self._cond.wait(timeout)
+            fired = self._flag
+            if clear:
+                self._flag = False
+            return fired
+
+
 class Shutdown:
     def __init__(self, grace_ms: int, on_request: Callable[[], None] | None = None):
         self.grace_ms = grace_ms
         self.on_request = on_request
-        self.requested = threading.Event()
+        self.requested = SignalSafeEvent()
         self.deadline: float | None = None
         self.reasons: list[str] = []
         self._previous: dict[int, Any] = {}
