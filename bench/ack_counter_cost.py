@@ -1,7 +1,7 @@
 """What the throughput counter costs on the ack path, in microseconds per ack.
 
 Runs N admit+ack cycles through the real services twice: with the counter upsert
-(``services.throughput.count_finish``) as shipped, and with it replaced by a no-op, and
+(``services.throughput.Tally.write``) as shipped, and with it replaced by a no-op, and
 prints us/ack for each and the difference. PostgreSQL by default (database
 ``boson_bench`` on 127.0.0.1, created if missing); ``BOSON_TEST_DB=sqlite`` for SQLite.
 """
@@ -57,17 +57,17 @@ def main() -> None:
     from boson_django import services
     from boson_django.services import Envelope, Outcome, throughput
 
-    real = throughput.count_finish
+    real = throughput.Tally.write
     results: dict[str, list[float]] = {"with counter": [], "without counter": []}
     for _ in range(ROUNDS):
-        for name, fn in (("without counter", lambda *a, **k: None), ("with counter", real)):
+        for name, fn in (("without counter", lambda self, now, using: None), ("with counter", real)):
             with connection.cursor() as c:
                 c.execute("DELETE FROM boson_run")
                 c.execute("DELETE FROM boson_job")
                 c.execute("DELETE FROM boson_throughput_minute")
-            throughput.count_finish = fn
+            throughput.Tally.write = fn  # type: ignore[method-assign]
             results[name].append(_cycle(services, Envelope, Outcome) / N * 1e6)
-    throughput.count_finish = real
+    throughput.Tally.write = real  # type: ignore[method-assign]
     print(f"{connection.vendor}: {N} acks x {ROUNDS} rounds (best round)")
     for name, values in results.items():
         print(f"  {name:16s} {min(values):8.1f} us/ack")
