@@ -434,6 +434,7 @@ def _insert_all(rows: list[dict[str, Any]], connection: Any, copied: set[str] | 
         queues = set()
     if not pending:
         return [_result(values, created, {}) for values in rows]
+    pending = _in_key_order(pending)
     for _ in range(10):
         for start in range(0, len(pending), CHUNK):
             created |= _insert_chunk(pending[start : start + CHUNK], connection, queues if postgres else set())
@@ -443,6 +444,15 @@ def _insert_all(rows: list[dict[str, Any]], connection: Any, copied: set[str] | 
         if not pending:
             return [_result(values, created, holders) for values in rows]
     raise IntegrityError("unique_key holder kept vanishing; enqueue gave up after 10 tries")
+
+
+def _in_key_order(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows with unique keys first, in key order: an insert waits on a key another
+    uncommitted transaction inserted, so two batches sharing keys in different orders
+    deadlocked (measured: 6 threads enqueueing 60 shared keys, shuffled, about one run in
+    eight). Stable, so the first of two rows with one key in a batch still wins; the
+    results keep the caller's order."""
+    return sorted(rows, key=lambda values: (values["unique_key"] is None, values["unique_key"] or ""))
 
 
 def _result(values: dict[str, Any], created: set[str], holders: dict[str, str]) -> EnqueueResult:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import threading
 
 import pytest
@@ -25,6 +26,36 @@ def test_sixteen_concurrent_enqueues_of_one_key_make_one_job(live_clock, key):
     assert len(duplicates) == ENQUEUERS - 1
     assert {r.id for r in duplicates} == {created[0].id}
     assert list(Job.objects.filter(unique_key=key).values_list("id", flat=True)) == [created[0].id]
+
+
+@pytest.mark.postgres
+def test_batches_sharing_keys_in_different_orders_neither_deadlock_nor_double(live_clock):
+    """Each batch holds the same keys, shuffled its own way: inserted in key order, the
+    batches wait on one another's keys in one order instead of deadlocking."""
+    for round_ in range(40):
+        keys = [f"shared:{round_}:{i}" for i in range(60)]
+
+        def enqueue_shuffled(i: int, keys=keys) -> list:
+            mine = keys[:]
+            random.Random(i).shuffle(mine)
+            return services.enqueue([envelope(NOOP, unique_key=k) for k in mine])
+
+        results = run_threads(6, enqueue_shuffled)
+        holders = dict(Job.objects.filter(unique_key__in=keys).values_list("unique_key", "id"))
+        assert len(holders) == 60
+        for i, batch in enumerate(results):  # in the caller's order, each naming the key's one job
+            mine = keys[:]
+            random.Random(i).shuffle(mine)
+            assert [r.id for r in batch] == [holders[k] for k in mine]
+        assert sum(r.disposition == "created" for batch in results for r in batch) == 60
+
+
+def test_the_first_of_two_rows_with_one_key_in_a_batch_wins(live_clock):
+    results = services.enqueue([envelope(NOOP, unique_key="b", args=[1]), envelope(NOOP, unique_key="a"),
+                                envelope(NOOP, unique_key="b", args=[2])])
+    assert [r.disposition for r in results] == ["created", "created", "duplicate"]
+    assert results[2].id == results[0].id
+    assert Job.objects.get(id=results[0].id).args == [1]
 
 
 def test_a_rolled_back_key_holder_lets_the_next_enqueue_create(live_clock):
