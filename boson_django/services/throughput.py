@@ -1,8 +1,9 @@
 """Throughput counters: every finished attempt, counted at ack in the ack's transaction.
 
 Rows of ``boson_throughput_minute`` (minute, queue, outcome, wait bucket, shard), one
-upsert per ack transaction however many acks it holds (:class:`Tally`). Counting at ack, not from runs, means a job deleted at ack (retention 0) still
-counts, and the dashboard reads at most a day of small rows instead of scanning runs.
+upsert per ack transaction however many acks it holds (:class:`Tally`). Counting at ack,
+not from runs, means a job deleted at ack (retention 0) still counts, and the dashboard
+reads at most a day of small rows instead of scanning runs.
 """
 
 from __future__ import annotations
