@@ -32,21 +32,20 @@ def test_sixteen_concurrent_enqueues_of_one_key_make_one_job(live_clock, key):
 def test_batches_sharing_keys_in_different_orders_neither_deadlock_nor_double(live_clock):
     """Each batch holds the same keys, shuffled its own way: inserted in key order, the
     batches wait on one another's keys in one order instead of deadlocking."""
+    def shuffled(keys: list[str], i: int) -> list[str]:
+        mine = keys[:]
+        random.Random(i).shuffle(mine)
+        return mine
+
     for round_ in range(40):
         keys = [f"shared:{round_}:{i}" for i in range(60)]
-
-        def enqueue_shuffled(i: int, keys=keys) -> list:
-            mine = keys[:]
-            random.Random(i).shuffle(mine)
-            return services.enqueue([envelope(NOOP, unique_key=k) for k in mine])
-
-        results = run_threads(6, enqueue_shuffled)
+        results = run_threads(
+            6, lambda i, keys=keys: services.enqueue([envelope(NOOP, unique_key=k) for k in shuffled(keys, i)])
+        )
         holders = dict(Job.objects.filter(unique_key__in=keys).values_list("unique_key", "id"))
         assert len(holders) == 60
         for i, batch in enumerate(results):  # in the caller's order, each naming the key's one job
-            mine = keys[:]
-            random.Random(i).shuffle(mine)
-            assert [r.id for r in batch] == [holders[k] for k in mine]
+            assert [r.id for r in batch] == [holders[k] for k in shuffled(keys, i)]
         assert sum(r.disposition == "created" for batch in results for r in batch) == 60
 
 
