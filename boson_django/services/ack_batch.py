@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 from boson_django import clock, conf, transitions
 from boson_django.errors import InvalidEnvelope, LeaseRejected, StoreError
 from boson_django.models import Job
-from boson_django.services import _db, ack_pg, acks, buckets, leases, throughput
+from boson_django.services import _db, ack_pg, acks, leases, throughput
 from boson_django.services.types import LeaseRef
 from boson_django.states import JobState, Outcome
 
@@ -145,30 +145,18 @@ def _ack_general(requests: Sequence[AckRequest], *, using: str | None = None) ->
             fast.append((i, row, ok))
         else:
             slow.append((i, ok))
-    tally = throughput.Tally()
+    shared = acks.Shared(using, now)
     if slow:  # already locked: the ORM rows for the general transition code
         payload_free = Job.objects.using(using).defer("args", "kwargs", "meta", "checkpoint")
         jobs = payload_free.in_bulk([checked[i][0].job_id for i, _ in slow])
-        _lock_buckets([(jobs[checked[i][0].job_id], ok) for i, ok in slow], now, using)
+        shared.lock_buckets((jobs[checked[i][0].job_id], ok) for i, ok in slow)
         for i, ok in slow:
-            replies[i] = AckReply(checked[i][0], state=acks.apply(jobs[checked[i][0].job_id], ok, now, using, tally), at=now)
-    _complete_all(fast, now, using, tally)
-    tally.write(now, using)
+            replies[i] = AckReply(checked[i][0], state=acks.apply(jobs[checked[i][0].job_id], ok, now, using, shared), at=now)
+    _complete_all(fast, now, using, shared.tally)
+    shared.write()
     for i, job, _ in fast:
         replies[i] = AckReply(checked[i][0], state=None if job.retention_ms == 0 else JobState.COMPLETED.value, at=now)
     return replies  # type: ignore[return-value]
-
-
-def _lock_buckets(acked: list[tuple[Job, acks.Checked]], now: datetime, using: str) -> None:
-    """Lock, in name order, the rate-class buckets the acks will correct or read: each ack
-    locks its own bucket in request order, so two flushes touching the same buckets in a
-    different order would otherwise deadlock."""
-    names = {
-        job.rate_class for job, ok in acked
-        if job.rate_class and (ok.weight is not None or ok.outcome is Outcome.RATE_LIMITED)
-    }
-    if names:
-        buckets.Buckets(using, now).load(names)
 
 
 @dataclass

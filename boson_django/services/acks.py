@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -85,20 +85,48 @@ def ack(
     checked = check(outcome, error, delay_ms, logs, actual_weight, result)
     assert using is not None
     now = clock.now(using)
-    tally = throughput.Tally()
-    state = apply(leases.hold(lease, now, using), checked, now, using, tally)
-    tally.write(now, using)
+    shared = Shared(using, now)
+    state = apply(leases.hold(lease, now, using), checked, now, using, shared)
+    shared.write()
     return state
 
 
-def apply(job: Job, ok: Checked, now: datetime, using: str, tally: throughput.Tally) -> str | None:
-    """The transition of a held, locked job (the caller checked the lease); its finished
-    attempt goes into ``tally``, which the caller writes once its acks are applied."""
-    job.charged_weight = buckets.reconcile(using, now, job.rate_class, job.charged_weight, ok.weight)
+class Shared:
+    """What the acks of one transaction share and write once, after the last of them:
+    the finished attempts' counter rows (:class:`throughput.Tally`) and the rate-class
+    buckets they correct or read (:class:`buckets.Buckets`: one lock and one save per
+    bucket, however many acks touch it)."""
+
+    def __init__(self, using: str, now: datetime) -> None:
+        self.tally = throughput.Tally()
+        self.buckets = buckets.Buckets(using, now)
+
+    def lock_buckets(self, acked: Iterable[tuple[Job, Checked]]) -> None:
+        """Lock, in name order, every bucket these acks will correct or read. Locked ack
+        by ack, in request order, two flushes touching the same buckets in a different
+        order could deadlock."""
+        self.buckets.load({
+            job.rate_class for job, ok in acked
+            if job.rate_class and (ok.weight is not None or ok.outcome is Outcome.RATE_LIMITED)
+        })
+
+    def write(self) -> None:
+        self.buckets.save()
+        self.tally.write(self.buckets.now, self.buckets.using)
+
+
+def apply(job: Job, ok: Checked, now: datetime, using: str, shared: Shared) -> str | None:
+    """The transition of a held, locked job (the caller checked the lease); its bucket
+    correction and finished attempt go into ``shared``, which the caller writes once its
+    acks are applied."""
+    job.charged_weight = shared.buckets.reconcile(job.rate_class, job.charged_weight, ok.weight)
     spent = job.attempt + (1 if ok.outcome in ATTEMPT_SPENDING else 0)
-    tally.finish(job, ok.outcome, spent, now)
+    shared.tally.finish(job, ok.outcome, spent, now)
+    delay = ok.delay
+    if delay is None and ok.outcome is Outcome.RATE_LIMITED:
+        delay = _bucket_wait(job, shared.buckets)
     step = _STEPS[ok.outcome]
-    state = step(job, spent, now, ok.delay, ok.error or "", using)
+    state = step(job, spent, now, delay, ok.error or "", using)
     assert ends_in(JobState.RUNNING, ok.outcome, state), (ok.outcome, state)
     _close(job, ok.outcome, state, ok.error or "", ok.logs, now, using)
     if state is not None:
@@ -145,25 +173,16 @@ def _retry(job: Job, spent: int, now: datetime, delay: int | None, error: str, u
     return JobState.RETRYABLE
 
 
-def _snooze(job: Job, spent: int, now: datetime, delay: int | None, error: str, using: str) -> JobState:
+def _reschedule(job: Job, spent: int, now: datetime, delay: int | None, error: str, using: str) -> JobState:
     job.run_at = now + timedelta(milliseconds=delay or 0)
     return JobState.SCHEDULED
 
 
-def _rate_limited(job: Job, spent: int, now: datetime, delay: int | None, error: str, using: str) -> JobState:
-    wait = delay if delay is not None else _bucket_wait(job, now, using)
-    job.run_at = now + timedelta(milliseconds=wait)
-    return JobState.SCHEDULED
-
-
-def _bucket_wait(job: Job, now: datetime, using: str) -> int:
-    """With no delay given, wait until the job's bucket has its weight again (or the base backoff)."""
-    state = buckets.Buckets(using, now)
-    state.load({job.rate_class} if job.rate_class else set())
-    bucket = state.loaded.get(job.rate_class) if job.rate_class else None
-    if bucket is None:
-        return conf.get().RETRY_BASE_MS
-    return max(bucket.ms_until(max(job.weight, 1.0)), 1)
+def _bucket_wait(job: Job, held: buckets.Buckets) -> int:
+    """A RATE_LIMITED ack's delay when it gave none: until the job's bucket holds its
+    weight again, or the base backoff if the class has no bucket."""
+    wait = held.ms_until(job.rate_class, max(job.weight, 1.0))
+    return conf.get().RETRY_BASE_MS if wait is None else max(wait, 1)
 
 
 def _skip(job: Job, spent: int, now: datetime, delay: int | None, error: str, using: str) -> JobState:
@@ -184,8 +203,8 @@ def _revoke(job: Job, spent: int, now: datetime, delay: int | None, error: str, 
 _STEPS = {
     Outcome.SUCCESS: _complete,
     Outcome.RETRY: _retry,
-    Outcome.SNOOZE: _snooze,
-    Outcome.RATE_LIMITED: _rate_limited,
+    Outcome.SNOOZE: _reschedule,
+    Outcome.RATE_LIMITED: _reschedule,  # its delay, if it gave none, is the bucket's wait
     Outcome.SKIP: _skip,
     Outcome.UNDECODABLE: _fail,
     Outcome.DISCARD: _fail,

@@ -58,6 +58,22 @@ class Buckets:
         if state is not None:
             state.tokens = min(float(state.capacity), state.tokens + tokens)
 
+    def reconcile(self, name: str | None, charged: float, actual: float | None) -> float:
+        """Correct an admission charge with the weight the handler reports (refund or
+        charge the difference; saved by :meth:`save`); returns the new charge."""
+        if actual is None or not name:
+            return charged
+        self.load({name})
+        self.give(name, charged - actual)
+        return actual
+
+    def ms_until(self, name: str | None, weight: float) -> int | None:
+        """How long until the named bucket holds ``weight`` again; None if unconfigured."""
+        if name:
+            self.load({name})
+        state = self.loaded.get(name) if name else None
+        return None if state is None else state.ms_until(weight)
+
     def save(self) -> None:
         connection = _db.conn(self.using)
         with connection.cursor() as cursor:
@@ -72,15 +88,12 @@ class Buckets:
 def reconcile(
     using: str, now: datetime, rate_class: str | None, charged: float, actual: float | None
 ) -> float:
-    """Correct an admission charge with the weight the handler reports; returns the new charge."""
-    if actual is None or not rate_class:
-        return charged
-    buckets = Buckets(using, now)
-    buckets.load({rate_class})
-    if buckets.is_limited(rate_class):
-        buckets.give(rate_class, charged - actual)
-        buckets.save()
-    return actual
+    """:meth:`Buckets.reconcile` for a transaction that touches this one bucket (a
+    release, a cancel), saved at once."""
+    held = Buckets(using, now)
+    charge = held.reconcile(rate_class, charged, actual)
+    held.save()
+    return charge
 
 
 @_db.store_transaction

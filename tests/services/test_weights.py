@@ -55,3 +55,49 @@ def test_an_unconfigured_rate_class_is_unlimited_and_never_charged(store_clock):
     assert services.bucket_tokens("nobody-configured-this") is None
     services.ack(units[0].lease, Outcome.SUCCESS, actual_weight=0)
     assert services.bucket_tokens("nobody-configured-this") is None
+
+
+def _bucket_writes(queries) -> int:
+    return sum(1 for q in queries if q["sql"].lstrip().upper().startswith("UPDATE") and "boson_bucket" in q["sql"])
+
+
+def test_one_flush_corrects_each_bucket_once_with_every_ack_in_it(metered):
+    """Three acks of one class in one ack_many: all three corrections land (3 + 3 + 3
+    charged, 1 + 0 + 2 used) with one write of the bucket, not one per ack."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from boson_django.services import AckRequest
+
+    jobs = [start_job(rate_class=CLASS, weight=3) for _ in range(3)]
+    assert services.bucket_tokens(CLASS) == pytest.approx(1)
+    with CaptureQueriesContext(connection) as seen:
+        replies = services.ack_many([
+            AckRequest(jobs[0].lease, Outcome.SUCCESS, actual_weight=1),
+            AckRequest(jobs[1].lease, Outcome.RETRY, actual_weight=0),
+            AckRequest(jobs[2].lease, Outcome.SKIP, actual_weight=2),
+        ])
+    assert [r.ok for r in replies] == [True, True, True]
+    assert services.bucket_tokens(CLASS) == pytest.approx(1 + 2 + 3 + 1)
+    assert [job_row(j.job_id)["charged_weight"] for j in jobs] == pytest.approx([1, 0, 2])
+    assert _bucket_writes(seen.captured_queries) == 1
+
+
+def test_a_rate_limited_ack_waits_on_the_bucket_as_the_flush_left_it(metered):
+    """A RATE_LIMITED ack without a delay, after a refund in the same flush: its wait is
+    read from the refunded bucket, not from the row as it was before the flush."""
+    from datetime import timedelta
+
+    from boson_django.services import AckRequest
+
+    services.set_rate_limit(CLASS, limit=10, window_ms=10_000, burst=10)  # 1 token a second
+    refunded, limited = start_job(rate_class=CLASS, weight=5), start_job(rate_class=CLASS, weight=5)
+    assert services.bucket_tokens(CLASS) == pytest.approx(0)
+    services.ack_many([
+        AckRequest(refunded.lease, Outcome.SUCCESS, actual_weight=1),  # gives back 4
+        AckRequest(limited.lease, Outcome.RATE_LIMITED),  # needs 5: 1 more, a second
+    ])
+    now = metered.now()
+    row = job_row(limited.job_id)
+    assert row["state"] == "scheduled"
+    assert row["run_at"] - now == timedelta(milliseconds=1_001)
