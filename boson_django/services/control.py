@@ -88,16 +88,24 @@ def release_quarantined(job_id: str, *, using: str | None = None) -> bool:
 
     Every job parked under the same fingerprint is released with it (they were parked
     only because of it). ``False`` if the job is not quarantined.
+
+    Locks the fingerprint's row before any job, then its parked jobs in id order. Two
+    releases of one fingerprint's jobs locking their own job first deadlocked on each
+    other's; and an enqueue that parks a job under the fingerprint holds the row (it
+    reads it FOR SHARE), so the release finds that job once the enqueue commits instead
+    of leaving it parked behind a cleared fingerprint.
     """
     assert using is not None
-    job = _locked(job_id, using)
-    if not allows(job.state, Event.RELEASE_QUARANTINE):
+    fingerprint = _fingerprint_of(job_id, using)
+    holders = QuarantinedFingerprint.objects.using(using).filter(fingerprint=fingerprint)
+    list(holders.select_for_update().values_list("fingerprint", flat=True))  # the lock, taken first
+    parked = list(Job.objects.using(using).select_for_update().filter(
+        fingerprint=fingerprint, state=JobState.QUARANTINED.value
+    ).order_by("id"))
+    if job_id not in {each.id for each in parked}:
         return False
     now = clock.now(using)
-    QuarantinedFingerprint.objects.using(using).filter(fingerprint=job.fingerprint).delete()
-    parked = Job.objects.using(using).select_for_update().filter(
-        fingerprint=job.fingerprint, state=JobState.QUARANTINED.value
-    )
+    holders.delete()
     for each in parked:
         # "unquarantined" fits Run.outcome (16 chars; PostgreSQL enforces it, SQLite does not).
         history.record(each, outcome="unquarantined", error="released by operator", now=now, using=using)
@@ -106,6 +114,14 @@ def release_quarantined(job_id: str, *, using: str | None = None) -> bool:
     transitions.controlled("unquarantined", parked, using)
     wakeups.notify_at_commit([each.queue for each in parked], using)
     return True
+
+
+def _fingerprint_of(job_id: str, using: str) -> str:
+    validation.name(job_id, "id", max_len=64)
+    row = Job.objects.using(using).filter(id=job_id).values("fingerprint").first()
+    if row is None:
+        raise UnknownJob(f"no job {job_id!r}")
+    return row["fingerprint"]
 
 
 def _make_available(job: Job, now: Any) -> None:
