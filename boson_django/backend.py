@@ -91,7 +91,7 @@ class BosonBackend(BaseTaskBackend):  # type: ignore[misc,valid-type,unused-igno
         using = _db.alias(self.database)
         done = enqueue_one(envelope, using=using)
         created = done.result.disposition == "created"
-        result = enqueued_result(done.result.id, done.values, self.alias) if created else None
+        result = enqueued_result(task, done.result.id, done.values, self.alias) if created else None
         if result is None:
             result = self.get_result(done.result.id)
         task_enqueued.send(type(self), task_result=result)

@@ -83,15 +83,18 @@ def build_result(job_id: str, backend_alias: str, *, using: str) -> Any | None:
     return result
 
 
-def enqueued_result(job_id: str, values: dict[str, Any], backend_alias: str) -> Any | None:
+def enqueued_result(task: Any, job_id: str, values: dict[str, Any], backend_alias: str) -> Any | None:
     """The READY TaskResult of a job its enqueue just created, from the row it wrote
     (``values``: JSON text args and kwargs, state, enqueued_at) -- what
     :func:`build_result` reads then: no runs, so no errors and no workers. ``None`` for a
-    job parked by a quarantined fingerprint (its error is in its attempt record)."""
+    job parked by a quarantined fingerprint (its error is in its attempt record).
+
+    ``task`` is the Task enqueued, as Django's backends return it: a ``.using(...)``
+    copy keeps its priority, queue and run_after (the registered task has the declared ones)."""
     if STATUS[JobState(values["state"])] != TaskResultStatus.READY:
         return None
     return TaskResult(
-        task=registry.get(values["task"]) or _placeholder(values["task"]), id=job_id, status=TaskResultStatus.READY,
+        task=task, id=job_id, status=TaskResultStatus.READY,
         enqueued_at=values["enqueued_at"], started_at=None, finished_at=None, last_attempted_at=None,
         args=json.loads(values["args"]), kwargs=json.loads(values["kwargs"]), backend=backend_alias,
         errors=[], worker_ids=[],

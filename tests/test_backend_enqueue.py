@@ -1,5 +1,7 @@
 """The Tasks backend's enqueue side: names, policy precedence, results before running."""
 
+from datetime import timedelta
+
 from boson_django import services
 from boson_django.compat import TaskResultStatus
 from boson_django.models import Job
@@ -36,3 +38,13 @@ def test_static_unique_key_deduplicates(store_clock):
     second = rebuild_index.enqueue()
     assert first.id == second.id
     assert Job.objects.filter(task="tests.testapp.tasks.rebuild_index").count() == 1
+
+
+def test_result_task_is_the_task_enqueued_with_its_using_overrides(store_clock):
+    """Django's ``TaskResult.task`` is the Task the result was enqueued for: a
+    ``.using(...)`` copy's priority, queue and run_after, not the declared task's."""
+    run_after = store_clock.now() + timedelta(minutes=5)
+    sent = add.using(priority=50, queue_name="urgent", run_after=run_after)
+    result = sent.enqueue(1, 2)
+    assert result.task == sent
+    assert (result.task.priority, result.task.queue_name, result.task.run_after) == (50, "urgent", run_after)

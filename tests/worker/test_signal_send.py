@@ -7,13 +7,13 @@ import gc
 
 import pytest
 
-from boson_django import taskresults
+from boson_django import registry, taskresults
 from boson_django.compat import task_finished, task_started
 from tests.factories import ADD
 
 
 def _result():
-    return taskresults.enqueued_result("job-1", {
+    return taskresults.enqueued_result(registry.get(ADD), "job-1", {
         "state": "available", "task": ADD, "enqueued_at": None, "args": "[]", "kwargs": "{}",
     }, "default")
 
