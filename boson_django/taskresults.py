@@ -50,13 +50,20 @@ _SPENDING = {o.value for o in ATTEMPT_SPENDING}
 
 def task_error(text: str) -> TaskError:
     """Errors are stored as ``dotted.ExceptionClass: message`` then the traceback."""
-    header = (text or "").split("\n", 1)[0]
+    header, _, rest = (text or "").partition("\n")
     path = header.split(":", 1)[0].strip()
     if not path or " " in path:
         path = "builtins.Exception"
     elif "." not in path:
         path = f"builtins.{path}"
-    return TaskError(exception_class_path=path, traceback=text)
+    return TaskError(exception_class_path=path, traceback=rest if _is_traceback(rest) else text)
+
+
+def _is_traceback(text: str) -> bool:
+    """Whether ``text`` is ``traceback.format_exception`` output, which is what Django's
+    backends store as ``TaskError.traceback``: the header line before it is boson's own.
+    An error with no traceback (a discard, a timeout, a lost lease) keeps its whole text."""
+    return text.split("\n", 1)[0].endswith("Traceback (most recent call last):")
 
 
 def build_result(job_id: str, backend_alias: str, *, using: str) -> Any | None:
