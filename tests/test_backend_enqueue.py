@@ -2,8 +2,11 @@
 
 from datetime import timedelta
 
+import pytest
+from django.test import override_settings
+
 from boson_django import services
-from boson_django.compat import TaskResultStatus
+from boson_django.compat import InvalidTaskError, TaskResultStatus
 from boson_django.models import Job
 from tests.testapp.tasks import add, rebuild_index, send_mail
 
@@ -48,3 +51,14 @@ def test_result_task_is_the_task_enqueued_with_its_using_overrides(store_clock):
     result = sent.enqueue(1, 2)
     assert result.task == sent
     assert (result.task.priority, result.task.queue_name, result.task.run_after) == (50, "urgent", run_after)
+
+
+def test_any_queue_name_is_valid_unless_queues_are_listed(store_clock):
+    """Django's base backend allows only "default" without QUEUES; boson creates queues
+    on first use, so it allows any name then, and checks names against QUEUES when given."""
+    assert Job.objects.get(id=add.using(queue_name="anything").enqueue(1, 2).id).queue == "anything"
+    listed = {"default": {"BACKEND": "boson_django.backend.BosonBackend", "QUEUES": ["a"]}}
+    with override_settings(TASKS=listed):
+        assert add.using(queue_name="a").enqueue(1, 2).status == TaskResultStatus.READY
+        with pytest.raises(InvalidTaskError, match="Queue 'b' is not valid"):
+            add.using(queue_name="b")
