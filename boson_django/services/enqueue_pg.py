@@ -29,15 +29,18 @@ from boson_django.services import _db
 
 #: What an enqueue transaction reads before it inserts: the store clock, the TaskConfig
 #: rows of its tasks, its quarantined fingerprints and whether an explicit id exists. The
-#: fingerprints are locked FOR SHARE until it commits: a release from quarantine locks its
-#: fingerprint first, so it waits for the jobs parked under it here and releases them too
-#: (:func:`boson_django.services.control.release_quarantined`).
+#: fingerprints are locked FOR KEY SHARE until it commits: a release from quarantine locks
+#: its fingerprint first, so it waits for the jobs parked under it here and releases them
+#: too (:func:`boson_django.services.control.release_quarantined`). KEY SHARE, not SHARE:
+#: a reclaimer registering the fingerprint locks it FOR NO KEY UPDATE, which SHARE would
+#: make wait for this enqueue while this enqueue's unique key waited for the reclaimer's
+#: job (a deadlock); KEY SHARE still blocks the release's FOR UPDATE and DELETE.
 _PREFLIGHT = """
 SELECT c.frozen_at, COALESCE(c.offset_ms, 0), clock_timestamp(),
   (SELECT COALESCE(json_agg(row_to_json(t)), '[]'::json) FROM boson_task_config t WHERE t.task = ANY(%s)),
   (SELECT COALESCE(json_agg(json_build_array(q.fingerprint, q.job_id)), '[]'::json)
      FROM (SELECT fingerprint, job_id FROM boson_quarantined_fingerprint
-           WHERE fingerprint = ANY(%s) ORDER BY fingerprint FOR SHARE) AS q),
+           WHERE fingerprint = ANY(%s) ORDER BY fingerprint FOR KEY SHARE) AS q),
   (SELECT MIN(j.id) FROM boson_job j WHERE j.id = ANY(%s))
 FROM (SELECT 1) AS one LEFT JOIN boson_clock c ON c.id = 1
 """

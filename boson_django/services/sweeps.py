@@ -96,9 +96,18 @@ def _move_reclaimed(group: list[dict[str, Any]], target: JobState, now: datetime
 
 
 def _register_fingerprints(rows: list[dict[str, Any]], now: datetime, using: str) -> None:
-    """In fingerprint order, so two reclaimers inserting the same two never deadlock."""
+    """In fingerprint order, so two reclaimers inserting the same two never deadlock.
+
+    A fingerprint already registered is locked, not just read: an operator releasing it
+    meanwhile (:func:`~boson_django.services.control.release_quarantined`) would delete
+    it without seeing the job quarantined here, which would stay parked under a
+    fingerprint that is gone. Locked, the release waits for this commit and frees that
+    job too; or, released first, the fingerprint is registered again here. ``FOR NO KEY
+    UPDATE`` blocks the release's delete but not an enqueue parking a job under the
+    fingerprint (``FOR KEY SHARE``), which may be waiting for one of these jobs' unique
+    keys: ``FOR UPDATE`` deadlocked with it."""
     for row in sorted({r["fingerprint"]: r for r in reversed(rows)}.values(), key=lambda r: r["fingerprint"]):
-        QuarantinedFingerprint.objects.using(using).get_or_create(
+        QuarantinedFingerprint.objects.using(using).select_for_update(no_key=True).get_or_create(
             fingerprint=row["fingerprint"],
             defaults={
                 "task": row["task"], "job_id": row["id"], "quarantined_at": now,
