@@ -101,18 +101,20 @@ def set_rate_limit(
     name: str, limit: int, window_ms: int, burst: int = 0, *, using: str | None = None
 ) -> Bucket:
     """Create or retune a rate class's bucket. A new bucket starts full; a retuned one keeps
-    its tokens (capped at the new capacity). Idempotent."""
+    its tokens (capped at the new capacity). Idempotent, also when two operators create
+    the same bucket at once: the second waits for the first one's row and retunes it
+    (a plain lookup then insert failed with ``IntegrityError`` on PostgreSQL)."""
     validation.name(name, "name")
     limit = validation.whole(limit, "limit", minimum=1)
     window_ms = validation.whole(window_ms, "window_ms", minimum=1)
     burst = validation.whole(burst, "burst", minimum=0)
     now = clock.now(using)
-    bucket = Bucket.objects.using(using).select_for_update().filter(name=name).first()
     capacity = burst or limit
-    if bucket is None:
-        return Bucket.objects.using(using).create(
-            name=name, limit=limit, window_ms=window_ms, burst=burst, tokens=capacity, refilled_at=now
-        )
+    bucket, created = Bucket.objects.using(using).select_for_update().get_or_create(
+        name=name, defaults={"limit": limit, "window_ms": window_ms, "burst": burst, "tokens": capacity, "refilled_at": now}
+    )
+    if created:
+        return bucket
     state = BucketState(bucket.limit, bucket.window_ms, bucket.burst, bucket.tokens, bucket.refilled_at)
     state.refill(now)
     bucket.limit, bucket.window_ms, bucket.burst = limit, window_ms, burst

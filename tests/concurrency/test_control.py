@@ -13,7 +13,7 @@ fingerprint is gone; locked in a mode that conflicts with the enqueue's, it dead
 from __future__ import annotations
 
 from boson_django import services
-from boson_django.models import Job, QuarantinedFingerprint
+from boson_django.models import Bucket, Job, QuarantinedFingerprint
 from tests.concurrency.support import run_threads
 from tests.factories import NOOP, envelope
 
@@ -83,3 +83,14 @@ def test_enqueue_parking_under_a_fingerprint_a_reclaim_registers_does_not_deadlo
         run_threads(5, actor)
 
     _assert_sound()
+
+
+def test_operators_creating_one_rate_limit_at_once_all_succeed(live_clock):
+    """``set_rate_limit`` is idempotent also when the bucket is new to all of them: the
+    last to commit sets the limit, and none fails on the name the first one inserted."""
+    for n in range(ROUNDS):
+        run_threads(4, lambda i, n=n: services.set_rate_limit(f"new-{n}", limit=10 + i, window_ms=1_000))
+
+    limits = dict(Bucket.objects.values_list("name", "limit"))
+    assert sorted(limits) == sorted(f"new-{n}" for n in range(ROUNDS))
+    assert set(limits.values()) <= {10, 11, 12, 13}
