@@ -1,0 +1,70 @@
+"""Admin bulk actions racing workers: each job's transition commits on its own.
+
+With ``ATOMIC_REQUESTS`` (a common project setting) a bulk action ran every service call
+inside the request's one transaction: cancelling running jobs held each job's row and
+its rate class's bucket until the last job was done, while a worker's ack batch held
+some of those jobs and waited for the bucket.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+
+from django.contrib.auth.models import User
+from django.db import connection
+from django.test import Client
+from django.urls import reverse
+
+from boson_django import services
+from boson_django.admin import actions
+from boson_django.services import AckRequest, Outcome
+from tests.concurrency.support import run_threads
+from tests.factories import NOOP, envelope
+
+JOBS = 120
+WORKERS = 3
+
+
+def test_bulk_cancel_under_atomic_requests_racing_weight_corrected_acks(live_clock, monkeypatch):
+    monkeypatch.setitem(connection.settings_dict, "ATOMIC_REQUESTS", True)
+    services.set_rate_limit("metered", limit=100_000, window_ms=1_000)
+    services.enqueue([envelope(NOOP, queue="bulk", rate_class="metered") for _ in range(JOBS)])
+    leases = services.admit("w", ["bulk"], JOBS)
+    assert len(leases) == JOBS
+    client = Client()
+    client.force_login(User.objects.create_superuser("root", password="pw"))
+    ids = sorted(unit.lease.job_id for unit in leases)
+    started = threading.Event()
+
+    def cancel_then_signal(job_id: str) -> bool:
+        """The action's service: the workers start acking once the first cancel is in."""
+        try:
+            return services.cancel(job_id)
+        finally:
+            started.set()
+
+    monkeypatch.setattr(actions, "CANCEL", dataclasses.replace(actions.CANCEL, service=cancel_then_signal))
+
+    def actor(i: int) -> object:
+        if i == 0:
+            data = {"action": "cancel_selected", "index": 0, "_selected_action": ids}
+            return client.post(reverse("admin:boson_django_job_changelist"), data).status_code
+        started.wait(30)
+        # From the far end of the action's id order: each batch is locked before the action gets there.
+        mine = sorted((unit.lease for unit in leases[i - 1::WORKERS]), reverse=True)
+        replies = []
+        for start in range(0, len(mine), 2):
+            batch = [AckRequest(lease, Outcome.SUCCESS, actual_weight=0.5) for lease in mine[start:start + 2]]
+            replies += services.ack_many(batch)
+        return replies
+
+    results = run_threads(1 + WORKERS, actor)
+
+    assert results[0] == 302
+    acked = sum(reply.ok for replies in results[1:] for reply in replies)
+    counts = services.counts("bulk")
+    assert counts["cancelled"] + counts["completed"] == JOBS
+    assert counts["completed"] == acked
+    problems = services.find_problems()
+    assert not problems, [str(p) for p in problems]
