@@ -126,6 +126,11 @@ def _admit(
     buckets.save()
     if not picked:
         return []
+    # The claim's time, read again now that the jobs are locked: a later round may pick a
+    # job that a reclaim or release handed back while this one waited for bucket or cap
+    # locks, and the time read before that wait would start its claim before the last
+    # one ended and shorten its lease by the wait (to nothing, if the wait was longer).
+    now = clock.now(using)
     rows = _claim(using, picked, worker_id, now, lease_ms, buckets)
     history.open_runs(rows, worker_id, now, using)
     units = [_unit(row) for row in rows]

@@ -1,0 +1,77 @@
+"""Admission's store time is read once its jobs are locked, not before it waits for locks.
+
+The general admission path waits for the buckets (and task caps) of its first
+candidates; meanwhile a reclaimer may hand back a job whose lease expired, which a later
+round of the same admission then claims. Stamped with the time read before the wait,
+that claim started before the previous one ended (``find_problems``: two claims of one
+job held at once) and its lease was shortened by the wait.
+"""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+
+import pytest
+from django.db import connection, transaction
+
+from boson_django import services
+from boson_django.models import Bucket, Job
+from tests.factories import NOOP, envelope
+
+LEASE_MS = 100
+
+
+def _wait_until_someone_waits_for_a_lock() -> None:
+    with connection.cursor() as cursor:
+        for _ in range(2_000):
+            cursor.execute("SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid()")
+            if cursor.fetchone()[0]:
+                return
+            threading.Event().wait(0.005)  # polling another backend's state, not store time
+    raise AssertionError("the admitter never waited for the bucket")
+
+
+@pytest.mark.postgres
+def test_a_job_reclaimed_while_admission_waits_is_claimed_at_the_time_after_the_wait(live_clock):
+    services.set_rate_limit("narrow", limit=1, window_ms=10**9)
+    (expiring,) = services.enqueue([envelope(NOOP, queue="ac")])
+    services.admit("w-old", ["ac"], 1, lease_ms=LEASE_MS)
+    services.enqueue([envelope(NOOP, queue="ac", rate_class="narrow", weight=5)])  # never fits: a later round looks on
+    locked, release = threading.Event(), threading.Event()
+    admitted: list = []
+
+    def hold_bucket() -> None:
+        try:
+            with transaction.atomic():
+                Bucket.objects.select_for_update().get(name="narrow")
+                locked.set()
+                release.wait(30)
+        finally:
+            connection.close()
+
+    def admit() -> None:
+        try:
+            admitted.extend(services.admit("w-new", ["ac"], 1, lease_ms=LEASE_MS))
+        finally:
+            connection.close()
+
+    holder, admitter = threading.Thread(target=hold_bucket), threading.Thread(target=admit)
+    holder.start()
+    assert locked.wait(30)
+    admitter.start()
+    try:
+        _wait_until_someone_waits_for_a_lock()
+        live_clock.advance(LEASE_MS)
+        assert [r.job_id for r in services.reclaim_expired()] == [expiring.id]
+    finally:
+        release.set()
+        holder.join(30)
+        admitter.join(30)
+
+    assert [unit.lease for unit in admitted] == [(expiring.id, 2)]
+    row = Job.objects.get(id=expiring.id)
+    assert row.attempted_at == live_clock.now()
+    assert row.lease_expires_at == live_clock.now() + timedelta(milliseconds=LEASE_MS)  # not expired at birth
+    problems = services.find_problems()
+    assert not problems, [str(p) for p in problems]
