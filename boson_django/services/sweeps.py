@@ -61,6 +61,7 @@ def reclaim_expired(limit: int = 1000, *, using: str | None = None) -> list[Recl
     rows, now = _due(using, "state = 'running'", "lease_expires_at", limit,
                      "id, task, queue, fence, crash_attempt, crash_limit, fingerprint, lease_holder")
     connection = _db.conn(using)
+    rows = _without_busy_fingerprints(rows, connection)
     if not rows:
         return []
     out: list[Reclaimed] = []
@@ -75,6 +76,24 @@ def reclaim_expired(limit: int = 1000, *, using: str | None = None) -> list[Recl
     _register_fingerprints([r for r in rows if _reclaim_target(r) is JobState.QUARANTINED], now, using)
     transitions.swept("reclaimed", [{**r, "to": _reclaim_target(r).value} for r in rows], using, state=None, outcome="lease_lost")
     return out
+
+
+def _without_busy_fingerprints(rows: list[dict[str, Any]], connection: Any) -> list[dict[str, Any]]:
+    """Lock the registered fingerprints these rows would be quarantined under (in order,
+    ``SKIP LOCKED``) and leave out the rows whose fingerprint another transaction holds:
+    they stay expired for the next sweep.
+
+    The holder may be a release from quarantine, which locks the fingerprint and then
+    every job parked under it. This sweep must not wait for it: besides its own jobs it
+    may hold a lock on a job another reclaimer has just quarantined (a ``SKIP LOCKED``
+    scan keeps the lock on a row whose recheck failed), and the release waits for that
+    job -- a deadlock, seen with one release against four reclaimers."""
+    bound = sorted({r["fingerprint"] for r in rows if _reclaim_target(r) is JobState.QUARANTINED})
+    if not bound:
+        return rows
+    with connection.cursor() as cursor:
+        _, busy = _db.lock_by_key(cursor, "boson_quarantined_fingerprint", "fingerprint", "job_id", bound, wait=False)
+    return [r for r in rows if r["fingerprint"] not in busy or _reclaim_target(r) is not JobState.QUARANTINED]
 
 
 def _reclaim_target(row: dict[str, Any]) -> JobState:
@@ -98,14 +117,14 @@ def _move_reclaimed(group: list[dict[str, Any]], target: JobState, now: datetime
 def _register_fingerprints(rows: list[dict[str, Any]], now: datetime, using: str) -> None:
     """In fingerprint order, so two reclaimers inserting the same two never deadlock.
 
-    A fingerprint already registered is locked, not just read: an operator releasing it
+    A fingerprint already registered is locked, not just read (by
+    :func:`_without_busy_fingerprints`, before the jobs moved): an operator releasing it
     meanwhile (:func:`~boson_django.services.control.release_quarantined`) would delete
     it without seeing the job quarantined here, which would stay parked under a
     fingerprint that is gone. Locked, the release waits for this commit and frees that
-    job too; or, released first, the fingerprint is registered again here. ``FOR NO KEY
-    UPDATE`` blocks the release's delete but not an enqueue parking a job under the
-    fingerprint (``FOR KEY SHARE``), which may be waiting for one of these jobs' unique
-    keys: ``FOR UPDATE`` deadlocked with it."""
+    job too. One that another reclaimer registered meanwhile is locked ``FOR NO KEY
+    UPDATE``: that blocks a release's delete but not an enqueue parking a job under it
+    (``FOR KEY SHARE``), which may be waiting for one of these jobs' unique keys."""
     for row in sorted({r["fingerprint"]: r for r in reversed(rows)}.values(), key=lambda r: r["fingerprint"]):
         QuarantinedFingerprint.objects.using(using).select_for_update(no_key=True).get_or_create(
             fingerprint=row["fingerprint"],
