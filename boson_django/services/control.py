@@ -92,7 +92,7 @@ def release_quarantined(job_id: str, *, using: str | None = None) -> bool:
     Locks the fingerprint's row before any job, then its parked jobs in id order. Two
     releases of one fingerprint's jobs locking their own job first deadlocked on each
     other's; and an enqueue that parks a job under the fingerprint holds the row (it
-    reads it FOR SHARE), so the release finds that job once the enqueue commits instead
+    reads it FOR KEY SHARE), so the release finds that job once the enqueue commits instead
     of leaving it parked behind a cleared fingerprint.
     """
     assert using is not None
