@@ -78,7 +78,7 @@ def build_result(job_id: str, backend_alias: str, *, using: str) -> Any | None:
     errors = [task_error(err) for _, outcome, err, _, recorded in runs if recorded and err]
     if job.state in (JobState.CANCELLED.value, JobState.QUARANTINED.value) and not errors:
         errors.append(task_error(job.last_error))
-    task = registry.get(job.task) or _placeholder(job.task)
+    task = task_as_stored(job.task, job.queue, job.priority, job.run_at, job.enqueued_at, backend_alias)
     result = TaskResult(
         task=task, id=job.id, status=STATUS[JobState(job.state)], enqueued_at=job.enqueued_at,
         started_at=job.started_at, finished_at=job.finalized_at, last_attempted_at=job.attempted_at,
@@ -88,6 +88,24 @@ def build_result(job_id: str, backend_alias: str, *, using: str) -> Any | None:
         data = JobData.objects.using(using).filter(job_id=job_id, kind=JobData.Kind.RESULT).values_list("data", flat=True).first()
         object.__setattr__(result, "_return_value", data)
     return result
+
+
+def task_as_stored(
+    name: str, queue: str, priority: int, run_at: Any, enqueued_at: Any, backend_alias: str
+) -> Any:
+    """The registered Task as the job holds it -- its queue and priority (a ``.using(...)``
+    override or a TaskConfig row), the backend read from, and ``run_after`` when the job
+    is due later than it was enqueued -- as Django's database backend rebuilds a
+    result's task from its row. The declared Task itself when nothing differs.
+
+    Copied field by field, not through ``Task.using``: that validates the queue again
+    against today's ``QUEUES``, which a job enqueued before they changed, or routed by a
+    TaskConfig row, need not pass; the stored values were validated at enqueue."""
+    declared = registry.get(name) or _placeholder(name)
+    run_after = run_at if run_at is not None and enqueued_at is not None and run_at > enqueued_at else None
+    if (declared.queue_name, declared.priority, declared.run_after, declared.backend) == (queue, priority, run_after, backend_alias):
+        return declared
+    return _evolved(declared, queue_name=queue, priority=priority, run_after=run_after, backend=backend_alias)
 
 
 def enqueued_result(task: Any, job_id: str, values: dict[str, Any], backend_alias: str) -> Any | None:
@@ -123,7 +141,8 @@ def running_result(unit: Any, worker_id: str, backend_alias: str) -> Any | None:
     env = unit.envelope
     return _made(
         TaskResult,
-        task=registry.get(env.task) or _placeholder(env.task), id=env.id, status=TaskResultStatus.RUNNING,
+        task=task_as_stored(env.task, env.queue, env.priority, env.run_at, unit.enqueued_at, backend_alias),
+        id=env.id, status=TaskResultStatus.RUNNING,
         enqueued_at=unit.enqueued_at, started_at=unit.started_at, finished_at=None,
         last_attempted_at=unit.attempted_at, args=env.args, kwargs=env.kwargs, backend=backend_alias,
         errors=[], worker_ids=[worker_id],
@@ -138,9 +157,10 @@ def completed_result(started: Any, finished_at: Any, return_value: Any) -> Any:
 
 
 def _evolved(result: Any, **changes: Any) -> Any:
-    """A copy of a TaskResult with ``changes``. Not ``dataclasses.replace``: that runs
-    ``__init__`` and so normalises the arguments' JSON again, which a started result's
-    already are (measured: 12.5 us against 3 us, once per job)."""
+    """A copy of a TaskResult (or a Task) with ``changes``. Not ``dataclasses.replace``:
+    that runs ``__init__`` and so normalises the arguments' JSON again, which a started
+    result's already are (measured: 12.5 us against 3 us, once per job), and validates a
+    Task again."""
     return _builders(type(result))[1](result, **changes)
 
 

@@ -1,8 +1,15 @@
 """The TaskResult of a job that ran, field by field as Django's own backends build it."""
 
+from datetime import timedelta
+
+from django.test import override_settings
+
+from boson_django import registry, services
+from boson_django.compat import TaskResultStatus, task_finished, task_started
+from boson_django.models import Job
 from boson_django.taskresults import task_error
 from boson_django.testing import run_until_idle
-from tests.testapp.tasks import chooses, fail
+from tests.testapp.tasks import add, chooses, fail, send_mail
 
 
 def test_error_traceback_is_the_python_traceback_alone(store_clock):
@@ -29,3 +36,62 @@ def test_error_without_a_traceback_keeps_its_line(store_clock):
 def test_a_multiline_reason_is_not_taken_for_a_traceback():
     error = task_error("boson_django.worker.outcomes.Discard: bad\ninput")
     assert error.traceback == "boson_django.worker.outcomes.Discard: bad\ninput"
+
+
+def test_get_result_task_is_the_declared_task_when_nothing_was_overridden(store_clock):
+    result = add.enqueue(1, 2)
+    assert add.get_result(result.id).task is add
+
+
+def test_get_result_task_carries_the_stored_priority_queue_and_run_after(store_clock):
+    """As Django's database backend rebuilds it: a ``.using(...)`` copy's values come
+    back from the row, not the declared task's."""
+    later = store_clock.now() + timedelta(minutes=5)
+    sent = add.using(priority=50, queue_name="urgent", run_after=later)
+    task = add.get_result(sent.enqueue(1, 2).id).task
+    assert (task.priority, task.queue_name, task.run_after, task.backend) == (50, "urgent", later, "default")
+    assert (task.module_path, task.func) == (add.module_path, add.func)
+    assert registry.get(add.module_path) is add  # the copy registered nothing
+
+
+def test_get_result_task_has_the_queue_a_task_config_routed_it_to(store_clock):
+    services.set_task_config(send_mail.module_path, queue="mail", priority=7)
+    task = send_mail.get_result(send_mail.enqueue("a@x").id).task
+    assert (task.queue_name, task.priority) == ("mail", 7)
+    assert (send_mail.queue_name, send_mail.priority) == ("default", 0)
+
+
+def test_get_result_of_a_job_whose_queue_is_no_longer_listed(store_clock):
+    """``QUEUES`` narrowed after the enqueue: the stored queue is reported, not refused."""
+    job_id = add.using(queue_name="old").enqueue(1, 2).id
+    listed = {"default": {"BACKEND": "boson_django.backend.BosonBackend", "QUEUES": ["default"]}}
+    with override_settings(TASKS=listed):
+        result = add.get_result(job_id)
+    assert result.task.queue_name == "old"
+
+
+def test_started_and_finished_signals_carry_the_stored_task(store_clock):
+    seen = []
+
+    def heard(sender, task_result, **kwargs):
+        seen.append((task_result.status, task_result.task.priority, task_result.task.queue_name))
+
+    task_started.connect(heard)
+    task_finished.connect(heard)
+    try:
+        add.using(priority=-20, queue_name="low").enqueue(1, 2)
+        run_until_idle()
+    finally:
+        task_started.disconnect(heard)
+        task_finished.disconnect(heard)
+    assert seen == [(TaskResultStatus.RUNNING, -20, "low"), (TaskResultStatus.SUCCESSFUL, -20, "low")]
+
+
+def test_a_retry_backoff_shows_as_run_after(store_clock):
+    """A job waiting out a retry is next due later than it was enqueued: that is its
+    ``run_after``, the earliest time it will run."""
+    result = fail.enqueue("once")
+    run_until_idle()
+    job = Job.objects.get(id=result.id)
+    assert job.state == "retryable"
+    assert fail.get_result(result.id).task.run_after == job.run_at > job.enqueued_at
