@@ -25,6 +25,12 @@ class InvalidEnvelope(StoreError, ValueError):
         super().__init__(f"{where}: {message}")
 
 
+class UnsupportedType(InvalidEnvelope, TypeError):
+    """A value of a type JSON cannot hold (a set, a datetime, an object). Also a
+    ``TypeError``, which is what Django's own backends raise for it at enqueue, so
+    ``except TypeError`` around ``task.enqueue(...)`` catches it here too."""
+
+
 class UnknownJob(StoreError, LookupError):
     """A job id that the store does not hold."""
 

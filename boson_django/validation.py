@@ -7,7 +7,7 @@ import math
 from datetime import datetime
 from typing import Any
 
-from boson_django.errors import InvalidEnvelope
+from boson_django.errors import InvalidEnvelope, UnsupportedType
 
 PRIORITY_MIN, PRIORITY_MAX = -100, 100
 MAX_NAME = 100
@@ -156,4 +156,4 @@ def _check_json(value: Any, field: str, index: int | None, depth: int = 0) -> No
             _storable(key, field, index)
             _check_json(item, field, index, depth + 1)
         return
-    raise InvalidEnvelope(field, f"is not JSON: {type(value).__name__} {value!r:.60}", index=index)
+    raise UnsupportedType(field, f"is not JSON: {type(value).__name__} {value!r:.60}", index=index)

@@ -7,6 +7,7 @@ from django.test import override_settings
 
 from boson_django import services
 from boson_django.compat import InvalidTaskError, TaskResultStatus
+from boson_django.errors import InvalidEnvelope
 from boson_django.models import Job
 from tests.testapp.tasks import add, rebuild_index, send_mail
 
@@ -62,3 +63,19 @@ def test_any_queue_name_is_valid_unless_queues_are_listed(store_clock):
         assert add.using(queue_name="a").enqueue(1, 2).status == TaskResultStatus.READY
         with pytest.raises(InvalidTaskError, match="Queue 'b' is not valid"):
             add.using(queue_name="b")
+
+
+@pytest.mark.parametrize("args", [({1, 2},), (object(),), ([b"bytes"],)], ids=["set", "object", "bytes"])
+def test_an_argument_json_cannot_hold_is_a_type_error_as_in_django(store_clock, args):
+    """Django's backends raise ``TypeError`` for such an argument; boson's error is one
+    too, and still names the field (and is still an ``InvalidEnvelope``). Nothing is written."""
+    with pytest.raises(TypeError, match=r"args: is not JSON") as raised:
+        add.enqueue(*args)
+    assert isinstance(raised.value, InvalidEnvelope) and raised.value.field == "args"
+    assert not Job.objects.exists()
+
+
+def test_a_kwarg_json_cannot_hold_is_a_type_error_naming_kwargs(store_clock):
+    with pytest.raises(TypeError, match=r"kwargs: is not JSON: set"):
+        add.enqueue(a=1, b={2})
+    assert not Job.objects.exists()
