@@ -15,7 +15,7 @@ from django.template.response import TemplateResponse
 
 from boson_django import clock
 from boson_django.admin import charts, display, stats
-from boson_django.admin.base import ReadOnlyAdmin
+from boson_django.admin.base import ReadOnlyAdmin, own_transactions
 from boson_django.admin.paginator import CAP, capped_count, count_label
 from boson_django.models import Dashboard, QuarantinedFingerprint
 
@@ -25,6 +25,7 @@ COLOURS = {"completed": "#3b9a5b", "retried": "#c58b00", "failed": "#d0443e", "p
 class DashboardAdmin(ReadOnlyAdmin):
     view_as = "job"
 
+    @own_transactions
     def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> TemplateResponse:
         if not self.has_view_permission(request):
             from django.core.exceptions import PermissionDenied

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_POST
 
 from boson_django import clock
 from boson_django.admin import display
-from boson_django.admin.base import ReadOnlyAdmin, has_perm
+from boson_django.admin.base import ReadOnlyAdmin, has_perm, own_transactions
 from boson_django.models import Job, Schedule
 from boson_django.schedules import run_now, set_enabled, sync_schedules
 
@@ -37,6 +37,7 @@ class ScheduleAdmin(ReadOnlyAdmin):
             store_now=Value(clock.now(), output_field=DateTimeField()), last_state=Subquery(last_state)
         )
 
+    @own_transactions
     def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> Any:
         sync_schedules()  # show what code and settings declare, even before a worker ran
         return super().changelist_view(request, extra_context)

@@ -155,3 +155,21 @@ def test_release_fingerprint_releases_its_parked_jobs(superuser_client, store):
                                      {"action": "release_selected", "index": 0, "_selected_action": [fp.pk]}, follow=True)
     assert _messages(response) == ["1 released"]
     assert state_of(store.quarantined) == "available"
+
+
+def test_every_boson_changelist_is_exempt_from_atomic_requests():
+    """A changelist runs bulk actions, and with ``ATOMIC_REQUESTS`` each service call must
+    still commit by itself (see ``admin.base.own_transactions``): every boson admin's
+    changelist URL carries the exemption Django's handler reads, overrides included."""
+    from django.contrib import admin
+    from django.db import connections
+    from django.urls import resolve
+
+    checked = []
+    for model, model_admin in admin.site._registry.items():
+        if model._meta.app_label != "boson_django":
+            continue
+        view = resolve(reverse(f"admin:boson_django_{model._meta.model_name}_changelist")).func
+        assert set(connections) <= getattr(view, "_non_atomic_requests", set()), type(model_admin).__name__
+        checked.append(type(model_admin).__name__)
+    assert {"JobAdmin", "ScheduleAdmin", "DashboardAdmin"} <= set(checked)
