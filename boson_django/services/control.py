@@ -16,11 +16,19 @@ CANCELLED_ERROR = "boson_django.errors.JobCancelled: cancelled by operator"
 
 
 def _locked(job_id: str, using: str) -> Job:
+    return _found(_job(job_id, using).select_for_update().first(), job_id)
+
+
+def _job(job_id: str, using: str) -> Any:
+    """The query for one job by an id an operator gave (checked, so a bad one names the field)."""
     validation.name(job_id, "id", max_len=64)
-    job = Job.objects.using(using).select_for_update().filter(id=job_id).first()
-    if job is None:
+    return Job.objects.using(using).filter(id=job_id)
+
+
+def _found(value: Any, job_id: str) -> Any:
+    if value is None:
         raise UnknownJob(f"no job {job_id!r}")
-    return job
+    return value
 
 
 @_db.store_transaction
@@ -117,11 +125,7 @@ def release_quarantined(job_id: str, *, using: str | None = None) -> bool:
 
 
 def _fingerprint_of(job_id: str, using: str) -> str:
-    validation.name(job_id, "id", max_len=64)
-    row = Job.objects.using(using).filter(id=job_id).values("fingerprint").first()
-    if row is None:
-        raise UnknownJob(f"no job {job_id!r}")
-    return row["fingerprint"]
+    return _found(_job(job_id, using).values_list("fingerprint", flat=True).first(), job_id)
 
 
 def _make_available(job: Job, now: Any) -> None:

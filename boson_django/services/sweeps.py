@@ -61,42 +61,45 @@ def reclaim_expired(limit: int = 1000, *, using: str | None = None) -> list[Recl
     rows, now = _due(using, "state = 'running'", "lease_expires_at", limit,
                      "id, task, queue, fence, crash_attempt, crash_limit, fingerprint, lease_holder")
     connection = _db.conn(using)
+    for row in rows:
+        row["to"] = _reclaim_target(row)
     rows = _without_busy_fingerprints(rows, connection)
     if not rows:
         return []
     out: list[Reclaimed] = []
     for target in (JobState.AVAILABLE, JobState.QUARANTINED):
-        group = [r for r in rows if _reclaim_target(r) is target]
+        group = [r for r in rows if r["to"] is target]
         _move_reclaimed(group, target, now, connection)
         out += [Reclaimed(r["id"], r["fence"], target.value, r["crash_attempt"] + 1) for r in group]
     history.close_runs(
         [(r["id"], r["fence"]) for r in rows], outcome="lease_lost",
         error="boson_django.errors.LeaseLost: lease expired: the worker stopped renewing (crash, kill or stall)", now=now, using=using,
     )
-    _register_fingerprints([r for r in rows if _reclaim_target(r) is JobState.QUARANTINED], now, using)
-    transitions.swept("reclaimed", [{**r, "to": _reclaim_target(r).value} for r in rows], using, state=None, outcome="lease_lost")
+    _register_fingerprints([r for r in rows if r["to"] is JobState.QUARANTINED], now, using)
+    transitions.swept("reclaimed", [{**r, "to": r["to"].value} for r in rows], using, state=None, outcome="lease_lost")
     return out
 
 
 def _without_busy_fingerprints(rows: list[dict[str, Any]], connection: Any) -> list[dict[str, Any]]:
-    """Lock the registered fingerprints these rows would be quarantined under (in order,
-    ``SKIP LOCKED``) and leave out the rows whose fingerprint another transaction holds:
-    they stay expired for the next sweep.
+    """Lock the registered fingerprints the rows bound for quarantine (their ``to``) would
+    be quarantined under (in order, ``SKIP LOCKED``) and leave out the rows whose
+    fingerprint another transaction holds: they stay expired for the next sweep.
 
     The holder may be a release from quarantine, which locks the fingerprint and then
     every job parked under it. This sweep must not wait for it: besides its own jobs it
     may hold a lock on a job another reclaimer has just quarantined (a ``SKIP LOCKED``
     scan keeps the lock on a row whose recheck failed), and the release waits for that
     job -- a deadlock, seen with one release against four reclaimers."""
-    bound = sorted({r["fingerprint"] for r in rows if _reclaim_target(r) is JobState.QUARANTINED})
+    bound = sorted({r["fingerprint"] for r in rows if r["to"] is JobState.QUARANTINED})
     if not bound:
         return rows
     with connection.cursor() as cursor:
         _, busy = _db.lock_by_key(cursor, "boson_quarantined_fingerprint", "fingerprint", "job_id", bound, wait=False)
-    return [r for r in rows if r["fingerprint"] not in busy or _reclaim_target(r) is not JobState.QUARANTINED]
+    return [r for r in rows if r["fingerprint"] not in busy or r["to"] is not JobState.QUARANTINED]
 
 
 def _reclaim_target(row: dict[str, Any]) -> JobState:
+    """Where an expired job goes: quarantined once this crash reaches its crash limit."""
     limit = row["crash_limit"] or 1
     return JobState.QUARANTINED if policies.quarantines(row["crash_attempt"] + 1, limit) else JobState.AVAILABLE
 
