@@ -81,7 +81,7 @@ def build_result(job_id: str, backend_alias: str, *, using: str) -> Any | None:
     task = task_as_stored(job.task, job.queue, job.priority, job.run_at, job.enqueued_at, backend_alias)
     result = TaskResult(
         task=task, id=job.id, status=STATUS[JobState(job.state)], enqueued_at=job.enqueued_at,
-        started_at=job.started_at, finished_at=job.finalized_at, last_attempted_at=job.attempted_at,
+        started_at=job.started_at, finished_at=_finished_at(job, runs), last_attempted_at=job.attempted_at,
         args=job.args, kwargs=job.kwargs, backend=backend_alias, errors=errors, worker_ids=worker_ids,
     )
     if job.state == JobState.COMPLETED.value:
@@ -106,6 +106,16 @@ def task_as_stored(
     if (declared.queue_name, declared.priority, declared.run_after, declared.backend) == (queue, priority, run_after, backend_alias):
         return declared
     return _evolved(declared, queue_name=queue, priority=priority, run_after=run_after, backend=backend_alias)
+
+
+def _finished_at(job: Job, runs: list[tuple[Any, ...]]) -> Any:
+    """When the job finished: it is finalized then, except a quarantined job, which is
+    FAILED for Django yet never finalized (it is kept until an operator releases it). That
+    one finished when it was parked: its last attempt record's end (the crash that
+    reached its limit, or the record of its parking at enqueue), else its enqueue."""
+    if job.finalized_at is not None or job.state != JobState.QUARANTINED.value:
+        return job.finalized_at
+    return max((finished for _, _, _, finished, _ in runs if finished is not None), default=job.enqueued_at)
 
 
 def enqueued_result(task: Any, job_id: str, values: dict[str, Any], backend_alias: str) -> Any | None:

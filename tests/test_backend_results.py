@@ -95,3 +95,21 @@ def test_a_retry_backoff_shows_as_run_after(store_clock):
     job = Job.objects.get(id=result.id)
     assert job.state == "retryable"
     assert fail.get_result(result.id).task.run_after == job.run_at > job.enqueued_at
+
+
+@override_settings(BOSON={"CRASH_LIMIT": 1, "TASK_MODULES": ["tests.testapp.more_tasks"]})
+def test_a_quarantined_job_is_failed_and_finished_when_it_was_parked(store_clock):
+    """FAILED is a finished status in Django: a quarantined job's result says when it
+    was parked (its crash reaching the limit; a twin's parking at enqueue)."""
+    first = add.enqueue(6, 7)
+    services.admit("w", ["default"], 1, lease_ms=1_000)
+    store_clock.advance(1_000)
+    (reclaimed,) = services.reclaim_expired()
+    assert reclaimed.state == "quarantined"
+    parked_at = store_clock.now()
+    store_clock.advance(60_000)
+    twin = add.enqueue(6, 7)
+    assert Job.objects.get(id=twin.id).state == "quarantined"
+    for job_id, at in ((first.id, parked_at), (twin.id, store_clock.now())):
+        result = add.get_result(job_id)
+        assert (result.status, result.finished_at) == (TaskResultStatus.FAILED, at)
