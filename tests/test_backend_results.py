@@ -113,3 +113,27 @@ def test_a_quarantined_job_is_failed_and_finished_when_it_was_parked(store_clock
     for job_id, at in ((first.id, parked_at), (twin.id, store_clock.now())):
         result = add.get_result(job_id)
         assert (result.status, result.finished_at) == (TaskResultStatus.FAILED, at)
+
+
+def test_each_attempt_sends_started_and_finished_a_retried_one_finishing_ready(store_clock):
+    """The signals pair up per attempt (docs/tasks.md): an attempt that will be retried
+    finishes READY with its error; the last one FAILED with both."""
+    seen = []
+
+    def heard(sender, task_result, **kwargs):
+        seen.append((task_result.status, len(task_result.errors)))
+
+    task_started.connect(heard)
+    task_finished.connect(heard)
+    try:
+        fail.using(max_attempts=2).enqueue("twice")
+        run_until_idle()
+        store_clock.advance(3_600_000)  # past the backoff
+        run_until_idle()
+    finally:
+        task_started.disconnect(heard)
+        task_finished.disconnect(heard)
+    assert seen == [
+        (TaskResultStatus.RUNNING, 0), (TaskResultStatus.READY, 1),
+        (TaskResultStatus.RUNNING, 1), (TaskResultStatus.FAILED, 2),
+    ]
