@@ -11,4 +11,4 @@ class BosonConfig(AppConfig):
         from boson_django.worker import embedded
 
         if embedded.should_autostart():
-            embedded.start()
+            embedded.start_with_first_request()

@@ -1,7 +1,8 @@
 """Embedded mode: a worker thread inside the web process, for small deployments.
 
-Opt in with ``BOSON["EMBEDDED_WORKER"] = True`` (started from ``AppConfig.ready``) or by
-calling :func:`start` yourself. It is the same runtime as ``manage.py boson_worker``.
+Opt in with ``BOSON["EMBEDDED_WORKER"] = True`` (started with the first request the
+process serves) or by calling :func:`start` yourself. It is the same runtime as
+``manage.py boson_worker``.
 
 Caveats -- read before using it:
 
@@ -13,8 +14,11 @@ Caveats -- read before using it:
   jobs. :func:`stop` (also registered with ``atexit``) releases running jobs after the
   grace period; a hard kill leaves leases that the reclaim sweep recovers after
   ``LEASE_MS`` (counted as a crash, not an attempt).
-* It is not started by management commands (``migrate``, ``shell``...) nor by the
-  auto-reloader's parent process; use ``boson_worker`` for anything beyond light work.
+* It starts with the process's first request, so only in processes that serve requests:
+  not in management commands (``migrate``, ``shell``...), the auto-reloader's parent, a
+  script that calls ``django.setup()`` (which could end with a job half-run: a crash), nor
+  a test run (Django's test environment is set up: requests from the test client do not
+  start it). Use ``boson_worker`` for anything beyond light work.
 """
 
 from __future__ import annotations
@@ -23,6 +27,9 @@ import atexit
 import os
 import sys
 import threading
+
+from django.core import mail
+from django.core.signals import request_started
 
 from boson_django import conf
 from boson_django.worker.runtime import Worker, WorkerOptions
@@ -69,7 +76,8 @@ def stop(timeout: float | None = None) -> None:
 
 
 def should_autostart() -> bool:
-    """The setting is on and this process serves web requests (not a management command)."""
+    """The setting is on and this process may serve web requests: not a management
+    command other than ``runserver``, nor ``runserver``'s auto-reloader parent."""
     if not conf.get().EMBEDDED_WORKER:
         return False
     launcher = os.path.basename(sys.argv[0]) if sys.argv else ""
@@ -78,3 +86,27 @@ def should_autostart() -> bool:
     if command is not None and command != "runserver":
         return False
     return command != "runserver" or os.environ.get("RUN_MAIN") == "true"
+
+
+def start_with_first_request() -> None:
+    """Start the worker when this process serves its first request (``AppConfig.ready``
+    calls this when :func:`should_autostart`). Deciding at start-up from the command
+    line alone took any other process that sets Django up -- ``pytest``, a script -- for
+    a web server, and started a worker there that claimed jobs and died with it."""
+    request_started.connect(_first_request, dispatch_uid=_FIRST_REQUEST)
+
+
+_FIRST_REQUEST = "boson_django.worker.embedded.first_request"
+
+
+def _first_request(**_: object) -> None:
+    if in_test_environment():
+        return  # the test client's requests: tests start a worker themselves if they want one
+    request_started.disconnect(dispatch_uid=_FIRST_REQUEST)
+    start()
+
+
+def in_test_environment() -> bool:
+    """Django's test environment is set up (its runner, pytest-django): it gives
+    ``django.core.mail`` an ``outbox`` until it is torn down."""
+    return hasattr(mail, "outbox")

@@ -336,3 +336,44 @@ def test_an_attempt_with_in_ack_effects_is_acked_by_the_tick_that_takes_it(live_
         result = effect.enqueue(str(tmp_path))
         wait_until(lambda: state(result.id) == "completed", timeout=5, what="the ack with its effect")
     assert Effect.objects.filter(job_id=result.id).count() == 1
+
+
+def test_embedded_worker_starts_with_the_first_request_outside_tests(live_clock, monkeypatch):
+    """Started with the first request the process serves: a process that only sets Django
+    up (pytest, a script) serves none and runs no worker; the test client's requests,
+    inside Django's test environment, start none either."""
+    from django.core import mail
+    from django.core.signals import request_started
+
+    assert embedded.in_test_environment()  # pytest-django set it up
+    embedded.start_with_first_request()
+    try:
+        request_started.send(sender=None)
+        assert "worker" not in embedded._state, "a test client's request started a worker"
+        monkeypatch.delattr(mail, "outbox")  # as in a web server's process
+        request_started.send(sender=None)
+        worker = embedded._state.get("worker")
+        assert worker is not None
+        result = add.enqueue(2, 5)
+        wait_until(lambda: state(result.id) == "completed", what="the worker started by a request")
+        request_started.send(sender=None)
+        assert embedded._state.get("worker") is worker, "one worker per process"
+        assert not request_started.disconnect(dispatch_uid="boson_django.worker.embedded.first_request")
+    finally:
+        request_started.disconnect(dispatch_uid="boson_django.worker.embedded.first_request")
+        embedded.stop()
+
+
+def test_a_process_that_only_sets_django_up_starts_no_worker(monkeypatch):
+    """``pytest`` or a script: Django is set up (``AppConfig.ready``), no request served."""
+    from django.apps import apps
+    from django.core.signals import request_started
+
+    monkeypatch.setattr("sys.argv", ["/venv/bin/pytest", "tests"])
+    with override_settings(BOSON={"EMBEDDED_WORKER": True}):
+        apps.get_app_config("boson_django").ready()
+    try:
+        assert "worker" not in embedded._state
+    finally:
+        assert request_started.disconnect(dispatch_uid="boson_django.worker.embedded.first_request")
+        embedded.stop()
