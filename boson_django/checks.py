@@ -31,6 +31,38 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
     return problems
 
 
+@checks.register("boson")
+def check_task_modules(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """Every module holding tasks imports. A worker imports them to learn which tasks may
+    run; one that raises (a missing dependency: a cron schedule without cronsim, say)
+    would leave every task and schedule declared in it unknown, reported only in the
+    worker's log. Reported here, ``check``, ``migrate``, ``runserver`` and ``boson_worker``
+    say so at start-up (the worker does not start)."""
+    from boson_django import registry
+
+    try:
+        listed = conf.user_settings().get("TASK_MODULES")
+        if listed is not None and _bad_value("TASK_MODULES", listed):
+            return []  # check_settings names the entry that is not a module
+        modules = registry.task_modules()
+    except Exception:  # noqa: BLE001 -- a bad BOSON value: check_settings names it
+        return []
+    for module, optional in modules:
+        try:
+            registry.import_tasks(module, optional)
+        except Exception as exc:  # noqa: BLE001 -- any error of the user's module, named
+            return [_failed_import(module, exc)]
+    return []
+
+
+def _failed_import(module: str, exc: Exception) -> checks.CheckMessage:
+    return checks.Error(
+        f"importing {module!r}, a module of tasks, failed: {type(exc).__name__}: {exc}",
+        hint="A worker cannot run the tasks or schedules it declares until it imports.",
+        id="boson.E005",
+    )
+
+
 def _unknown_key(key: str) -> checks.CheckMessage:
     close = difflib.get_close_matches(str(key).upper(), conf.DEFAULTS, n=1)
     hint = f"Did you mean {close[0]!r}?" if close else f"Known keys: {', '.join(conf.DEFAULTS)}"
@@ -55,7 +87,10 @@ def _bad_value(key: str, value: Any) -> str | None:
     if key == "SCHEDULES":
         from boson_django.schedules.spec import check_setting
 
-        return check_setting(value)
+        try:
+            return check_setting(value)
+        except Exception:  # noqa: BLE001 -- a module of tasks fails to import: boson.E005 names it
+            return None
     return None
 
 

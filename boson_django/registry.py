@@ -37,18 +37,25 @@ def autodiscover() -> None:
     with _lock:
         if _discovered:
             return
-        for app_config in apps.get_app_configs():
-            _import_if_present(f"{app_config.name}.tasks")
-        for module in conf.get().TASK_MODULES:
-            importlib.import_module(module)
+        for module, optional in task_modules():
+            import_tasks(module, optional)
         _discovered = True
 
 
-def _import_if_present(module: str) -> None:
+def task_modules() -> list[tuple[str, bool]]:
+    """The modules autodiscovery imports, each with whether it may be absent: every
+    installed app's ``tasks`` (optional), then ``BOSON["TASK_MODULES"]``."""
+    found = [(f"{app_config.name}.tasks", True) for app_config in apps.get_app_configs()]
+    return found + [(module, False) for module in conf.get().TASK_MODULES]
+
+
+def import_tasks(module: str, optional: bool) -> None:
+    """Import ``module``; an optional one that does not exist is skipped (an error
+    raised while importing it, a missing dependency included, is not)."""
     try:
         importlib.import_module(module)
     except ModuleNotFoundError as exc:
-        if exc.name != module:
+        if not (optional and exc.name == module):
             raise
 
 

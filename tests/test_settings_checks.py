@@ -237,3 +237,17 @@ def test_database_names_the_alias_the_services_use(store_clock):
             services.counts()
     assert _db.alias("default") == "default"
     assert connection.alias == "default"
+
+
+@pytest.mark.django_db  # Django 6.1's model checks read the database
+def test_a_module_of_tasks_that_fails_to_import_stops_the_start_up(monkeypatch):
+    """A cron schedule declared where cronsim is not installed: the module's import fails,
+    and with it every task and schedule it declares. Reported at start-up (the worker's
+    command runs the checks), not only in a running worker's log."""
+    monkeypatch.setitem(sys.modules, "cronsim", None)  # as if the extra were not installed
+    messages = boson_messages(TASK_MODULES=["tests.testapp.more_tasks", "tests.testapp.cron_tasks"])
+    assert [m.id for m in messages] == ["boson.E005"]
+    assert "'tests.testapp.cron_tasks'" in messages[0].msg and "cronsim" in messages[0].msg
+    with boson(TASK_MODULES=["tests.testapp.cron_tasks"]), pytest.raises(SystemCheckError, match="boson.E005"):
+        call_command("check")
+    assert "tests.testapp.cron_tasks" not in sys.modules
