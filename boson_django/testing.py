@@ -30,7 +30,7 @@ from boson_django.services import _db
 from boson_django.worker.attempt import Attempt
 from boson_django.worker.delivery import deliver
 from boson_django.worker.executor import resolve, run_sync
-from boson_django.worker.outcomes import Finish
+from boson_django.worker.outcomes import Finish, timed_out
 
 TEST_WORKER_ID = "boson-testing"
 
@@ -54,9 +54,21 @@ def run_until_idle(
             return ran
         attempt = Attempt(units[0], TEST_WORKER_ID, alias)
         found = resolve(attempt, {})
-        deliver(attempt, found if isinstance(found, Finish) else run_sync(attempt, found))
+        finish = found if isinstance(found, Finish) else run_sync(attempt, found)
+        deliver(attempt, _within_timeout(attempt, finish, alias))
         ran += 1
     return ran
+
+
+def _within_timeout(attempt: Attempt, finish: Finish, using: str) -> Finish:
+    """The attempt's outcome, or a timeout if its handler returned past the job's
+    ``timeout_ms`` on the store clock: what a worker acks for it (it acks at the deadline
+    and refuses what the handler returns after). A frozen clock moves only when the test
+    advances it, so a handler that should overrun advances it itself."""
+    deadline = attempt.deadline
+    if deadline is None or clock.now(using) < deadline:
+        return finish
+    return timed_out(int(attempt.unit.envelope.timeout_ms or 0)).with_logs(list(finish.logs))
 
 
 class FrozenClock:

@@ -111,6 +111,15 @@ def gated_steps(context, folder: str, steps: int = 3) -> int:
     return step
 
 
+@task(timeout_ms=1_000, max_attempts=1)
+def takes_store_time(ms: int) -> str:
+    """Spends ``ms`` of store time (a frozen clock, stepped): past its timeout from 1,000."""
+    from boson_django import clock
+
+    clock.advance(ms)
+    return "done"
+
+
 @task(takes_context=True, timeout_ms=1_000)
 def overruns(context, folder: str) -> str:
     here = pathlib.Path(folder)

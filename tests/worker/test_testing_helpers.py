@@ -39,3 +39,22 @@ def test_boson_clock_fixture(boson_clock):  # noqa: F811
     before = boson_clock.now()
     assert boson_clock.advance(1_000) > before
     assert services.counts()["available"] == 0
+
+
+def test_run_until_idle_times_out_a_handler_that_returns_past_its_timeout(store_clock):
+    """As a worker would: the attempt is acked as timed out at the deadline and what the
+    handler returns after is not stored. The store clock decides, so the handler steps
+    it; one that returns in time succeeds."""
+    from boson_django.models import Job
+    from tests.testapp.tasks import takes_store_time
+
+    late = takes_store_time.enqueue(1_500)
+    in_time = takes_store_time.enqueue(999)
+    assert run_until_idle() == 2
+    late_result, in_time_result = takes_store_time.get_result(late.id), takes_store_time.get_result(in_time.id)
+    assert late_result.status == TaskResultStatus.FAILED
+    (error,) = late_result.errors
+    assert error.exception_class_path == "boson_django.worker.outcomes.TaskTimeout"
+    assert "overran timeout_ms=1000" in error.traceback
+    assert Job.objects.get(id=late.id).state == "failed"
+    assert (in_time_result.status, in_time_result.return_value) == (TaskResultStatus.SUCCESSFUL, "done")
