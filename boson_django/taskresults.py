@@ -15,6 +15,7 @@ import functools
 import inspect
 import json
 import logging
+import sys
 import weakref
 from typing import Any
 
@@ -23,6 +24,7 @@ from django.dispatch import Signal, receiver
 
 from boson_django import registry
 from boson_django.compat import (
+    TASKS_MODULE,
     TaskError,
     TaskResult,
     TaskResultStatus,
@@ -258,8 +260,26 @@ def unheard(signal: Signal, backend_alias: str, level: int = logging.INFO) -> bo
     return _resolved(signal, _backend_class(backend_alias))[1] and not tasks_logger.isEnabledFor(level)
 
 
+def _log_task_finished(sender: type, task_result: Any, **kwargs: Any) -> None:
+    """The backport's ``log_task_finished`` as Django 6 has it. The backport logs a
+    failure with ``logger.exception``, assuming the signal is sent inside the ``except``
+    that caught the error; a worker sends it after the ack, with no exception active, so
+    every failed job logged a stray ``NoneType: None`` line under its own. Sent in its
+    place (Django 5.2 only): ERROR for a failure, the exception attached when one is
+    active."""
+    exc_info = sys.exc_info()
+    tasks_logger.log(
+        logging.ERROR if task_result.status == TaskResultStatus.FAILED else logging.INFO,
+        "Task id=%s path=%s state=%s", task_result.id, task_result.task.module_path, task_result.status,
+        exc_info=exc_info if exc_info[0] else None,
+    )
+
+
+#: A framework receiver -> what boson calls in its place (on Django 5.2 only).
+_INSTEAD = {log_task_finished: _log_task_finished} if TASKS_MODULE == "django_tasks" else {}
+
 #: The receivers the Tasks framework connects to its own signals: they only log.
-_FRAMEWORK_LOGGING = frozenset({log_task_started, log_task_finished})
+_FRAMEWORK_LOGGING = frozenset({log_task_started, log_task_finished, _log_task_finished})
 
 
 def _resolved(signal: Signal, sender: type) -> tuple[list[Any] | None, bool]:
@@ -285,8 +305,9 @@ def _receiver_refs(signal: Signal, sender: type) -> list[Any] | None:
     sync_receivers, async_receivers = signal._live_receivers(sender)
     if async_receivers:
         return None  # Signal.send runs them (async_to_sync): leave it to it
+    receivers = [_INSTEAD.get(r, r) for r in sync_receivers]
     try:
-        return [weakref.WeakMethod(r) if inspect.ismethod(r) else weakref.ref(r) for r in sync_receivers]
+        return [weakref.WeakMethod(r) if inspect.ismethod(r) else weakref.ref(r) for r in receivers]
     except TypeError:  # a receiver that cannot be weakly referenced
         return None
 

@@ -111,3 +111,20 @@ def test_the_frameworks_lines_are_logged_when_its_logger_lets_them_through(
     assert any("state=RUNNING" in line for line in lines), lines
     assert any("state=SUCCESSFUL" in line for line in lines), lines
     assert built == [result.id]
+
+
+def test_a_failed_job_is_logged_without_a_stray_empty_traceback(db, caplog):
+    """The framework logs each finished task; for a failure the Django 5.2 backport's
+    receiver asks for the active exception, and a worker sends the signal after the ack,
+    with none active: its line came with ``NoneType: None``. Django 6's does not."""
+    import logging
+
+    from boson_django.testing import run_until_idle
+    from tests.testapp.tasks import fail
+
+    with caplog.at_level(logging.INFO, logger=tasks_logger.name):
+        fail.using(max_attempts=1).enqueue("boom")
+        run_until_idle()
+    (failed,) = [r for r in caplog.records if r.name == tasks_logger.name and "state=FAILED" in r.getMessage()]
+    assert failed.levelno == logging.ERROR
+    assert "NoneType: None" not in logging.Formatter().format(failed)
