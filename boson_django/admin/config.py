@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.db.models import DateTimeField, Value
 from django.http import HttpRequest
+from django.utils.html import format_html
 
-from boson_django import clock, services, validation
+from boson_django import clock, registry, services, validation
 from boson_django.admin import actions, display
 from boson_django.admin.base import ReadOnlyAdmin, has_perm
 from boson_django.models import Duty, Job, QuarantinedFingerprint, TaskConfig
@@ -51,6 +53,13 @@ class TaskConfigAdmin(ReadOnlyAdmin):
 
     def save_model(self, request: HttpRequest, obj: TaskConfig, form: Any, change: bool) -> None:
         services.set_task_config(obj.task, **{k: form.cleaned_data.get(k) for k in POLICY_FIELDS})
+        if not registry.is_registered(obj.task):
+            close = difflib.get_close_matches(obj.task, registry.names(), n=1)
+            messages.warning(request, format_html(
+                "No task named <code>{}</code> is registered here: this configuration applies once one "
+                "is deployed, and a misspelt name applies to nothing.{}",
+                obj.task, format_html(" Did you mean <code>{}</code>?", close[0]) if close else "",
+            ))
 
 
 class DutyAdmin(ReadOnlyAdmin):

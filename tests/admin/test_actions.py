@@ -147,6 +147,23 @@ def test_task_config_form_validates_like_the_service(superuser_client, db):
     assert TaskConfig.objects.get().max_attempts == 4
 
 
+def test_a_task_config_for_an_unknown_task_is_saved_with_a_warning(superuser_client, db):
+    """Configuring a task before it is deployed is allowed; a misspelt name is pointed out."""
+    url = reverse("admin:boson_django_taskconfig_add")
+    response = superuser_client.post(url, {"task": "tests.testapp.tasks.nop", "max_active": 4}, follow=True)
+    (said,) = [m for m in _messages(response) if "No task named" in m]
+    assert "No task named <code>tests.testapp.tasks.nop</code> is registered" in said
+    assert "Did you mean <code>tests.testapp.tasks.noop</code>?" in said
+    response = superuser_client.post(url, {"task": "tests.testapp.tasks.add", "max_active": 4}, follow=True)
+    assert not [m for m in _messages(response) if "No task named" in m]
+    response = superuser_client.post(url, {"task": "<b>x</b>", "max_active": 4}, follow=True)
+    (said,) = [m for m in _messages(response) if "No task named" in m]
+    assert "<code>&lt;b&gt;x&lt;/b&gt;</code>" in said and "<b>" not in said
+    from boson_django.models import TaskConfig
+
+    assert set(TaskConfig.objects.values_list("task", flat=True)) == {"tests.testapp.tasks.nop", "tests.testapp.tasks.add", "<b>x</b>"}
+
+
 def test_release_fingerprint_releases_its_parked_jobs(superuser_client, store):
     from boson_django.models import QuarantinedFingerprint
 
