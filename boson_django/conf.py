@@ -72,7 +72,7 @@ DOCS: dict[str, str] = {
         "The garbage collector's first-generation threshold while a worker runs in the process (Python's default is "
         "700, which turns each claim batch's allocations into collections; see docs/workers.md). 0 leaves it alone."
     ),
-    "EMBEDDED_WORKER": "Start a worker thread inside the web process (see boson_django.worker.embedded).",
+    "EMBEDDED_WORKER": "Start a worker thread inside each web process, with the first request it serves (see boson_django.worker.embedded).",
     "SCHEDULES": "Periodic jobs declared in settings: name -> {task, cron or every, timezone, missed, args, ...} (docs/schedules.md).",
 }
 
