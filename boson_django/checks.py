@@ -1,4 +1,5 @@
-"""System checks: a bad ``BOSON`` value is reported at start-up, naming the key."""
+"""System checks: a bad ``BOSON`` value is reported at start-up, naming the key, and a
+module of tasks that does not import, naming the module."""
 
 from __future__ import annotations
 
@@ -36,8 +37,8 @@ def check_task_modules(app_configs: Any = None, **kwargs: Any) -> list[checks.Ch
     """Every module holding tasks imports. A worker imports them to learn which tasks may
     run; one that raises (a missing dependency: a cron schedule without cronsim, say)
     would leave every task and schedule declared in it unknown, reported only in the
-    worker's log. Reported here, ``check``, ``migrate``, ``runserver`` and ``boson_worker``
-    say so at start-up (the worker does not start)."""
+    worker's log. As a check error it shows in ``check``, ``migrate`` and ``runserver``,
+    and ``boson_worker`` does not start."""
     from boson_django import registry
 
     try:
