@@ -68,10 +68,18 @@ class Heartbeat:
             groups[attempt.lease_ms].append(attempt)
         lost: list[Attempt] = []
         for lease_ms, group in groups.items():
-            gone = set(services.renew([a.lease for a in group], lease_ms, using=self.using))
-            lost += [a for a in group if a.job_id in gone]
+            gone = Counter(services.renew([a.lease for a in group], lease_ms, using=self.using))
+            lost += [a for job_id, times in gone.items() for a in _oldest(group, job_id, times)]
         for attempt in lost:
             log.warning("boson: lease of job %s was lost (expired, reclaimed or cancelled); asking its handler to stop",
                         attempt.job_id)
             attempt.lost("its lease was lost (expired, reclaimed or cancelled)")
         return lost
+
+
+def _oldest(group: list[Attempt], job_id: str, times: int) -> list[Attempt]:
+    """The ``times`` attempts of ``job_id`` with the lowest fences. ``renew`` names a lost
+    lease by its job: a worker may hold two claims of one job (cancelled while it ran,
+    retried, claimed again before its beat learnt the first was lost), and an older fence
+    is the stale one."""
+    return sorted((a for a in group if a.job_id == job_id), key=lambda a: a.lease.fence)[:times]

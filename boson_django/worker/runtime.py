@@ -27,6 +27,7 @@ from django.db import DatabaseError, InterfaceError, connections
 from boson_django import clock, conf, services
 from boson_django.errors import LeaseRejected
 from boson_django.services import _db, wakeups
+from boson_django.services.types import LeaseRef
 from boson_django.worker import gctuning, logcapture
 from boson_django.worker.acker import Acker
 from boson_django.worker.attempt import Attempt
@@ -114,7 +115,7 @@ class Worker:
         #: large one admits a quarter of its slots at a time and overlaps them already
         #: (at concurrency 1024, claiming into such slots too drained 8-33% slower).
         self._borrows = not self.acker.inline and self.admit_batch >= self.concurrency
-        self.running: dict[str, Attempt] = {}
+        self.running: dict[LeaseRef, Attempt] = {}
         #: Attempts whose handler returned and that wait for their ack: appended by the
         #: thread that ran them, so a tick reads only these, never every running one.
         self.finished: deque[Attempt] = deque()
@@ -130,7 +131,7 @@ class Worker:
         #: names a lease a flush holds, and the two never lock rows in different orders.
         self.leases_lock = threading.Lock()
         #: The running attempts whose job has a ``timeout_ms`` (the only ones a tick checks).
-        self.timed: dict[str, Attempt] = {}
+        self.timed: dict[LeaseRef, Attempt] = {}
         self.admitted = 0
         self.listener: Listener | None = None
         self._announced_stop = False
@@ -309,15 +310,15 @@ class Worker:
             self._let_go(attempt)
 
     def _hold(self, attempt: Attempt) -> None:
-        self.running[attempt.job_id] = attempt
+        self.running[attempt.lease] = attempt
         self.heartbeat.hold(attempt)
         if attempt.unit.envelope.timeout_ms:
-            self.timed[attempt.job_id] = attempt
+            self.timed[attempt.lease] = attempt
 
     def _let_go(self, attempt: Attempt) -> None:
-        del self.running[attempt.job_id]
+        del self.running[attempt.lease]
         self.heartbeat.drop(attempt)
-        self.timed.pop(attempt.job_id, None)
+        self.timed.pop(attempt.lease, None)
         # The future's done-callback names the attempt: a reference cycle that only the
         # garbage collector could free, taking every object of the job with it (its
         # unit, envelope, TaskResult, logs). Broken here, a job's objects go as soon as
@@ -364,7 +365,7 @@ class Worker:
         while self.gated:
             attempt, gate = self.gated[0]
             if gate is not cleared:
-                if any(self.running.get(taken.job_id) is taken for taken in gate):
+                if any(self.running.get(taken.lease) is taken for taken in gate):
                     return
                 cleared = gate
             self.gated.popleft()

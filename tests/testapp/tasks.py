@@ -96,6 +96,19 @@ def gated(context, folder: str, value: int = 0) -> int:
     return value
 
 
+@task
+def waits_blind(folder: str) -> str:
+    """Says it started, then waits for the test's go-ahead file without ever asking its
+    context whether to stop: a handler that does not notice a cancel."""
+    here = pathlib.Path(folder)
+    (here / f"started-{time.monotonic_ns()}").write_text("1")
+    for _ in range(3_000):
+        if (here / "go").exists():
+            return "done"
+        time.sleep(0.01)
+    raise TimeoutError("never told to go")
+
+
 @task(takes_context=True)
 def gated_steps(context, folder: str, steps: int = 3) -> int:
     """Checkpoints each step; blocks before the last one until the go-ahead file exists."""

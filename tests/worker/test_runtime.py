@@ -377,3 +377,24 @@ def test_a_process_that_only_sets_django_up_starts_no_worker(monkeypatch):
     finally:
         assert request_started.disconnect(dispatch_uid="boson_django.worker.embedded.first_request")
         embedded.stop()
+
+
+def test_a_job_cancelled_retried_and_claimed_again_while_its_old_handler_runs(live_clock, tmp_path):
+    """The operator's "stuck job: cancel, retry": the same worker claims the job again
+    while the first handler, which ignores the cancel, still runs. Both claims are held
+    at once under one job id; the first's end must not drop the second (the worker died
+    with a KeyError when the second ended, its renewals stopped before that)."""
+    from boson_django import services
+    from tests.testapp.tasks import waits_blind
+
+    result = waits_blind.enqueue(str(tmp_path))
+    with ThreadWorker(concurrency=4) as runner:
+        wait_until(lambda: len(list(tmp_path.glob("started-*"))) == 1, what="the first claim")
+        assert services.cancel(result.id) and services.retry(result.id)
+        wait_until(lambda: len(list(tmp_path.glob("started-*"))) == 2, what="the second claim")
+        (tmp_path / "go").write_text("go")
+        wait_until(lambda: state(result.id) == "completed", what="the second claim's ack")
+        after = add.enqueue(1, 1)
+        wait_until(lambda: state(after.id) == "completed", what="a job after both ended")
+        assert runner.thread.is_alive() and runner.exit_code is None
+    assert job(result.id).crash_attempt == 0
