@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponseRedirect
 from django.urls import path, reverse
@@ -66,10 +67,11 @@ class QueueAdmin(ReadOnlyAdmin):
     def queue_op_view(self, request: HttpRequest, object_id: str, op: str) -> HttpResponseRedirect:
         if not has_perm(request, "operate_queue") or op not in ("pause", "resume"):
             raise PermissionDenied
-        if not Queue.objects.filter(name=object_id).exists():
+        name = unquote(object_id)  # the admin's URL form of the name (``_`` is ``_5F``)
+        if not Queue.objects.filter(name=name).exists():
             raise Http404("no such queue")
-        (services.pause_queue if op == "pause" else services.resume_queue)(object_id)
-        self.message_user(request, f"Queue {object_id} {op}d", messages.SUCCESS)
+        (services.pause_queue if op == "pause" else services.resume_queue)(name)
+        self.message_user(request, f"Queue {name} {op}d", messages.SUCCESS)
         return HttpResponseRedirect(reverse("admin:boson_django_queue_change", args=[object_id]))
 
 

@@ -6,6 +6,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
 from django.core.exceptions import PermissionDenied
 from django.db.models import DateTimeField, OuterRef, Subquery, Value
 from django.http import Http404, HttpRequest, HttpResponseRedirect
@@ -109,10 +110,11 @@ class ScheduleAdmin(ReadOnlyAdmin):
     def schedule_op_view(self, request: HttpRequest, object_id: str, op: str) -> HttpResponseRedirect:
         if not has_perm(request, "operate_schedule") or op not in OPS:
             raise PermissionDenied
-        if not Schedule.objects.filter(name=object_id).exists():
+        name = unquote(object_id)  # the admin's URL form of the name (``_`` is ``_5F``)
+        if not Schedule.objects.filter(name=name).exists():
             raise Http404("no such schedule")
-        result = _apply(op, object_id)
-        text = f"Schedule {object_id}: " + (f"enqueued job {result}" if op == "run_now" else f"{op}d" if result else f"already {op}d")
+        result = _apply(op, name)
+        text = f"Schedule {name}: " + (f"enqueued job {result}" if op == "run_now" else f"{op}d" if result else f"already {op}d")
         self.message_user(request, text, messages.SUCCESS)
         return HttpResponseRedirect(reverse("admin:boson_django_schedule_change", args=[object_id]))
 

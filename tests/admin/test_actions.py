@@ -190,3 +190,21 @@ def test_every_boson_changelist_is_exempt_from_atomic_requests():
         assert set(connections) <= getattr(view, "_non_atomic_requests", set()), type(model_admin).__name__
         checked.append(type(model_admin).__name__)
     assert {"JobAdmin", "ScheduleAdmin", "DashboardAdmin"} <= set(checked)
+
+
+@pytest.mark.parametrize("name", ["p_q", "x/y <b>?&%2F"])
+def test_the_queue_page_buttons_work_for_names_the_admin_escapes(superuser_client, db, name):
+    """The page's buttons post to the name's admin URL form (``_`` is ``_5F``)."""
+    import html
+    import re
+
+    from django.contrib.admin.utils import quote
+
+    from boson_django.models import Queue
+
+    Queue.objects.create(name=name)
+    page = superuser_client.get(reverse("admin:boson_django_queue_change", args=[quote(name)])).content.decode()
+    (action,) = re.findall(r'action="([^"]*/op/pause/)"', page)
+    response = superuser_client.post(html.unescape(action), follow=True)
+    assert response.status_code == 200
+    assert Queue.objects.get(name=name).paused

@@ -77,3 +77,18 @@ def test_a_viewer_sees_schedules_but_cannot_operate_them(declared):
 def _client_get_status(codenames: list[str], name: str) -> int:
     User.objects.filter(username="staff").delete()
     return _client(codenames).get(reverse(name)).status_code
+
+
+def test_the_buttons_work_for_a_name_the_admin_escapes(admin_client, settings, store_clock):
+    """``nightly_report``'s admin URL form is ``nightly_5Freport``: the buttons post there."""
+    import html
+    import re
+
+    from django.contrib.admin.utils import quote
+
+    settings.BOSON = {**settings.BOSON, "SCHEDULES": {"nightly_report": {"task": ADD, "cron": "0 3 * * *"}}}
+    sync_schedules()
+    page = admin_client.get(reverse("admin:boson_django_schedule_change", args=[quote("nightly_report")])).content.decode()
+    (action,) = re.findall(r'action="([^"]*/op/disable/)"', page)
+    assert admin_client.post(html.unescape(action), follow=True).status_code == 200
+    assert Schedule.objects.get(name="nightly_report").enabled is False
