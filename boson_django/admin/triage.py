@@ -24,7 +24,8 @@ class FailedJobAdmin(JobAdmin):
 class QuarantinedJobAdmin(JobAdmin):
     list_display = ("id", "task", "queue", "crash_attempt", "fingerprint_head", "error_head_display")
     list_filter = (QueueFilter, TaskFilter)
-    actions = ("release_selected", "cancel_selected")
+    #: Release only: the state machine has no way out of quarantine but a release.
+    actions = ("release_selected",)
 
     @admin.display(description="fingerprint")
     def fingerprint_head(self, obj: Job) -> str:

@@ -75,6 +75,7 @@ def test_triage_lists_show_only_their_state(superuser_client, store):
     assert store.failed in failed and store.cancelled not in failed
     quarantined = superuser_client.get(reverse("admin:boson_django_quarantinedjob_changelist")).content.decode()
     assert store.quarantined in quarantined and store.failed not in quarantined
+    assert "release_selected" in quarantined and "cancel_selected" not in quarantined, "a release is the only way out"
     leases = superuser_client.get(reverse("admin:boson_django_lease_changelist")).content.decode()
     assert store.running in leases and store.available not in leases
 
