@@ -17,7 +17,7 @@ from boson_django import clock
 from boson_django.admin import charts, display, stats
 from boson_django.admin.base import ReadOnlyAdmin, own_transactions
 from boson_django.admin.paginator import CAP, capped_count, count_label
-from boson_django.models import Dashboard, QuarantinedFingerprint
+from boson_django.models import Dashboard, Job, QuarantinedFingerprint
 
 COLOURS = {"completed": "#3b9a5b", "retried": "#c58b00", "failed": "#d0443e", "p50": "#2f7ebc", "p95": "#b8336a"}
 
@@ -70,11 +70,18 @@ def matrix_context(now: datetime) -> dict[str, Any]:
         if q.oldest_id:  # type: ignore[attr-defined]
             oldest = {"id": q.oldest_id, "waiting": display.duration(now - q.oldest_run_at) if q.oldest_run_at <= now else "0s"}  # type: ignore[attr-defined]
         rows.append({"queue": q, "cells": cells, "oldest": oldest})
+    more_queues = len(queues) >= stats.MAX_QUEUES
+    if more_queues:  # the rows are the first queues by name; the totals are every queue's
+        for state in stats.STATES:
+            totals[state], capped = capped_count(Job.objects.filter(state=state))
+            capped_totals.discard(state)
+            if capped:
+                capped_totals.add(state)
     return {
         "states": stats.STATES,
         "rows": rows,
         "state_totals": [{"state": s, "label": count_label(totals[s], s in capped_totals), "url": display.changelist_url("job", state=s)} for s in stats.STATES],
-        "more_queues": len(queues) >= stats.MAX_QUEUES,
+        "more_queues": more_queues,
         "running": count_label(totals["running"], "running" in capped_totals),
         "quarantined": count_label(totals["quarantined"], "quarantined" in capped_totals),
     }

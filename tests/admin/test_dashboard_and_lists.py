@@ -150,3 +150,20 @@ def test_dashboard_query_budget(superuser_client, store, django_assert_max_num_q
         sql = q["sql"].lower()
         if "count(" in sql and "boson_job" in sql:
             assert "limit" in sql, sql
+
+
+def test_dashboard_totals_count_every_queue_not_only_the_rows_shown(db, store_clock, monkeypatch):
+    """The table shows the first queues by name; its totals, and the running and
+    quarantined figures at a glance, are the whole store's."""
+    from boson_django import services
+    from boson_django.admin import dashboard, stats
+    from tests.factories import NOOP, enqueue_one
+
+    monkeypatch.setattr(stats, "MAX_QUEUES", 2)
+    for queue in ("a", "b", "zz", "zz"):
+        enqueue_one(NOOP, queue=queue)
+    assert len(services.admit("w", ["zz"], 1)) == 1
+    context = dashboard.matrix_context(store_clock.now())
+    assert context["more_queues"] and [row["queue"].name for row in context["rows"]] == ["a", "b"]
+    assert context["running"] == "1"
+    assert {t["state"]: t["label"] for t in context["state_totals"]}["available"] == "3"
