@@ -30,7 +30,7 @@ from boson_django.services import _db
 from boson_django.worker.attempt import Attempt
 from boson_django.worker.delivery import deliver
 from boson_django.worker.executor import resolve, run_sync
-from boson_django.worker.outcomes import Finish, timed_out
+from boson_django.worker.outcomes import Finish
 
 TEST_WORKER_ID = "boson-testing"
 
@@ -65,10 +65,9 @@ def _within_timeout(attempt: Attempt, finish: Finish, using: str) -> Finish:
     ``timeout_ms`` on the store clock: what a worker acks for it (it acks at the deadline
     and refuses what the handler returns after). A frozen clock moves only when the test
     advances it, so a handler that should overrun advances it itself."""
-    deadline = attempt.deadline
-    if deadline is None or clock.now(using) < deadline:
+    if attempt.deadline is None or not attempt.overran(clock.now(using)):
         return finish
-    return timed_out(int(attempt.unit.envelope.timeout_ms or 0)).with_logs(list(finish.logs))
+    return attempt.timeout_finish(list(finish.logs))
 
 
 class FrozenClock:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from boson_django import taskresults
 from boson_django.services import AdmissionUnit, LeaseRef
-from boson_django.worker.outcomes import Finish, JobInterrupted
+from boson_django.worker.outcomes import Finish, JobInterrupted, timed_out
 
 if TYPE_CHECKING:
     from boson_django.worker.executor import JobFuture
@@ -68,6 +68,20 @@ class Attempt:
         """Store time by which the handler must finish, from the job's ``timeout_ms``."""
         timeout = self.unit.envelope.timeout_ms
         return None if not timeout else self.admitted_at + timedelta(milliseconds=timeout)
+
+    @property
+    def timeout_ms(self) -> int:
+        return int(self.unit.envelope.timeout_ms or 0)
+
+    def overran(self, now: datetime) -> bool:
+        """Past its deadline on the store clock: the worker acks it as a timeout and
+        refuses what the handler returns after."""
+        deadline = self.deadline
+        return deadline is not None and now >= deadline
+
+    def timeout_finish(self, logs: list[str]) -> Finish:
+        """What the store records for an attempt that overran: a RETRY with ``TaskTimeout``."""
+        return timed_out(self.timeout_ms).with_logs(logs)
 
     def started(self) -> Any:
         """The job's RUNNING TaskResult (None: undecodable, there is no Task to report on)."""

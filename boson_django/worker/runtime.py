@@ -36,7 +36,7 @@ from boson_django.worker.delivery import deliver
 from boson_django.worker.executor import Executor, Known, finish_of
 from boson_django.worker.heartbeat import Heartbeat
 from boson_django.worker.notify import Listener, Waker
-from boson_django.worker.outcomes import Finish, TaskTimeout, timed_out
+from boson_django.worker.outcomes import Finish, TaskTimeout
 from boson_django.worker.shutdown import Shutdown
 from boson_django.worker.sweeper import Sweeper
 
@@ -413,11 +413,9 @@ class Worker:
                 self._next_deadline_s = min(left, self._next_deadline_s or left)
 
     def _time_out(self, attempt: Attempt) -> None:
-        timeout_ms = int(attempt.unit.envelope.timeout_ms or 0)
-        finish = timed_out(timeout_ms)
         logs = attempt.logs.collect() if attempt.logs is not None else []
-        deliver(attempt, finish.with_logs(logs))
-        attempt.interrupt(TaskTimeout(f"job {attempt.job_id} overran timeout_ms={timeout_ms}; stop now"))
+        deliver(attempt, attempt.timeout_finish(logs))
+        attempt.interrupt(TaskTimeout(f"job {attempt.job_id} overran timeout_ms={attempt.timeout_ms}; stop now"))
 
     def _drain(self) -> bool:
         """Stopping: wait for running jobs within the grace, then release the rest."""
