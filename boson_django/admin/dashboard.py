@@ -54,37 +54,38 @@ class DashboardAdmin(ReadOnlyAdmin):
 def matrix_context(now: datetime) -> dict[str, Any]:
     queues = stats.queues_with_oldest()
     counts = stats.capped_matrix([q.name for q in queues])
-    rows = []
-    totals = {s: 0 for s in stats.STATES}
-    capped_totals = set()
-    for q in queues:
-        cells = []
-        for state in stats.STATES:
-            n = counts.get((q.name, state), 0)
-            totals[state] += min(n, CAP)
-            if n > CAP:
-                capped_totals.add(state)
-            cells.append({"state": state, "label": count_label(min(n, CAP), n > CAP), "n": n,
-                          "url": display.changelist_url("job", queue=q.name, state=state)})
-        oldest = None
-        if q.oldest_id:  # type: ignore[attr-defined]
-            oldest = {"id": q.oldest_id, "waiting": display.duration(now - q.oldest_run_at) if q.oldest_run_at <= now else "0s"}  # type: ignore[attr-defined]
-        rows.append({"queue": q, "cells": cells, "oldest": oldest})
-    more_queues = len(queues) >= stats.MAX_QUEUES
-    if more_queues:  # the rows are the first queues by name; the totals are every queue's
-        for state in stats.STATES:
-            totals[state], capped = capped_count(Job.objects.filter(state=state))
-            capped_totals.discard(state)
-            if capped:
-                capped_totals.add(state)
+    more_queues = len(queues) >= stats.MAX_QUEUES  # the rows are the first queues by name
+    totals = _store_totals() if more_queues else _listed_totals(queues, counts)
+    labels = {s: count_label(*totals[s]) for s in stats.STATES}
     return {
         "states": stats.STATES,
-        "rows": rows,
-        "state_totals": [{"state": s, "label": count_label(totals[s], s in capped_totals), "url": display.changelist_url("job", state=s)} for s in stats.STATES],
+        "rows": [_queue_row(q, counts, now) for q in queues],
+        "state_totals": [{"state": s, "label": labels[s], "url": display.changelist_url("job", state=s)} for s in stats.STATES],
         "more_queues": more_queues,
-        "running": count_label(totals["running"], "running" in capped_totals),
-        "quarantined": count_label(totals["quarantined"], "quarantined" in capped_totals),
+        "running": labels["running"],
+        "quarantined": labels["quarantined"],
     }
+
+
+def _queue_row(q: Any, counts: dict[tuple[str, str], int], now: datetime) -> dict[str, Any]:
+    cells = [{"state": state, "label": count_label(min(n, CAP), n > CAP), "n": n,
+              "url": display.changelist_url("job", queue=q.name, state=state)}
+             for state, n in ((state, counts.get((q.name, state), 0)) for state in stats.STATES)]
+    oldest = None
+    if q.oldest_id:
+        oldest = {"id": q.oldest_id, "waiting": display.duration(now - q.oldest_run_at) if q.oldest_run_at <= now else "0s"}
+    return {"queue": q, "cells": cells, "oldest": oldest}
+
+
+def _listed_totals(queues: list[Any], counts: dict[tuple[str, str], int]) -> dict[str, tuple[int, bool]]:
+    """Per state, the sum over the listed queues (each capped) and whether any was capped."""
+    return {state: (sum(min(counts.get((q.name, state), 0), CAP) for q in queues),
+                    any(counts.get((q.name, state), 0) > CAP for q in queues)) for state in stats.STATES}
+
+
+def _store_totals() -> dict[str, tuple[int, bool]]:
+    """Per state, every queue's jobs: the listed queues are only the first ones by name."""
+    return {state: capped_count(Job.objects.filter(state=state)) for state in stats.STATES}
 
 
 def charts_context(now: datetime) -> dict[str, Any]:
