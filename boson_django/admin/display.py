@@ -6,6 +6,7 @@ import json
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.contrib.admin.utils import quote
 from django.urls import reverse
 from django.utils.html import format_html
 
@@ -58,7 +59,9 @@ def relative(at: datetime | None, now: datetime, future: str = "in {}", past: st
 
 
 def job_link(job_id: str, text: str | None = None) -> str:
-    url = reverse("admin:boson_django_job_change", args=[job_id])
+    """A link to the job's page; the id goes in the URL in the admin's quoted form, which
+    the page unquotes (unquoted, ``a_5Fb`` would open the page of ``a_b``)."""
+    url = reverse("admin:boson_django_job_change", args=[quote(job_id)])
     return format_html('<a href="{}">{}</a>', url, text or job_id)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
+from django.contrib.admin.utils import unquote
 from django.contrib.admin.views.main import ChangeList
 from django.core.exceptions import PermissionDenied
 from django.db.models.functions import Substr
@@ -145,7 +146,11 @@ class JobAdmin(ReadOnlyAdmin):
         extra = {**(extra_context or {}), **self.detail_context(request, object_id)}
         return super().change_view(request, object_id, form_url, extra)
 
-    def detail_context(self, request: HttpRequest, object_id: str) -> dict[str, Any]:
+    def detail_context(self, request: HttpRequest, url_id: str) -> dict[str, Any]:
+        """Runs, loaded data and buttons of the job whose page this is. ``url_id`` is the
+        admin's URL form of its id (``a_b`` is ``a_5Fb``): looked up as it stands, it named
+        another job -- the page showed that one's attempts and its buttons acted on it."""
+        object_id = unquote(url_id)
         runs = list(Run.objects.filter(job_id=object_id).order_by("-started_at", "-id")[: MAX_RUNS_SHOWN + 1])
         load = request.GET.get("load")
         return {
@@ -154,14 +159,14 @@ class JobAdmin(ReadOnlyAdmin):
             "loaded": load if load in ("output", "result") else None,
             "output": services.get_output(object_id) if load == "output" else None,
             "result": services.get_result(object_id) if load == "result" else None,
-            "job_buttons": self.buttons(request, object_id),
+            "job_buttons": self.buttons(request, object_id, url_id),
         }
 
-    def buttons(self, request: HttpRequest, object_id: str) -> list[dict[str, str]]:
+    def buttons(self, request: HttpRequest, object_id: str, url_id: str) -> list[dict[str, str]]:
         """The operations this user may run and the job's current state allows."""
         state = Job.objects.filter(id=object_id).values_list("state", flat=True).first()
         return [
-            {"op": name, "label": name.capitalize(), "url": reverse("admin:boson_django_job_op", args=[object_id, name])}
+            {"op": name, "label": name.capitalize(), "url": reverse("admin:boson_django_job_op", args=[url_id, name])}
             for name, (op, perm) in OPS.items()
             if state is not None and allows(state, op.event) and has_perm(request, perm)
         ]
@@ -173,12 +178,13 @@ class JobAdmin(ReadOnlyAdmin):
         return [path("<path:object_id>/op/<str:op>/", view, name="boson_django_job_op"), *super().get_urls()]
 
     def job_op_view(self, request: HttpRequest, object_id: str, op: str) -> HttpResponseRedirect:
+        """``object_id`` is the URL form of the job's id, as on its page (see :meth:`detail_context`)."""
         if op not in OPS:
             raise Http404(f"no operation {op!r}")
         operation, perm = OPS[op]
         if not has_perm(request, perm):
             raise PermissionDenied
-        row = Job.objects.filter(id=object_id).values_list("id", "state").first()
+        row = Job.objects.filter(id=unquote(object_id)).values_list("id", "state").first()
         if row is None:
             raise Http404("no such job")
         actions.report(self, request, actions.apply(operation, [row]))
