@@ -16,6 +16,7 @@ from django.views.decorators.http import require_POST
 from boson_django import clock
 from boson_django.admin import display
 from boson_django.admin.base import ReadOnlyAdmin, has_perm, own_transactions
+from boson_django.errors import InvalidEnvelope
 from boson_django.models import Job, Schedule
 from boson_django.schedules import run_now, set_enabled, sync_schedules
 
@@ -40,7 +41,11 @@ class ScheduleAdmin(ReadOnlyAdmin):
 
     @own_transactions
     def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> Any:
-        sync_schedules()  # show what code and settings declare, even before a worker ran
+        """Syncs the declared schedules first (to show what code and settings declare, even
+        before a worker ran) -- a write, so only for a user allowed to see the list."""
+        if not self.has_view_or_change_permission(request):
+            raise PermissionDenied
+        sync_schedules()
         return super().changelist_view(request, extra_context)
 
     @admin.display(description="when")
@@ -79,7 +84,12 @@ class ScheduleAdmin(ReadOnlyAdmin):
 
     def _each(self, request: HttpRequest, queryset: Any, op: str) -> None:
         names = list(queryset.values_list("name", flat=True))
-        done = sum(1 for name in names if _apply(op, name))
+        done = 0
+        for name in names:
+            try:
+                done += bool(_apply(op, name))
+            except InvalidEnvelope as exc:
+                self.message_user(request, f"Schedule {name}: nothing enqueued: {exc}", messages.ERROR)
         verb = {"enable": "enabled", "disable": "disabled", "run_now": "enqueued"}[op]
         self.message_user(request, f"{done} {verb}" + (f", {len(names) - done} unchanged" if done < len(names) else ""),
                           messages.SUCCESS)
@@ -113,13 +123,20 @@ class ScheduleAdmin(ReadOnlyAdmin):
         name = unquote(object_id)  # the admin's URL form of the name (``_`` is ``_5F``)
         if not Schedule.objects.filter(name=name).exists():
             raise Http404("no such schedule")
-        result = _apply(op, name)
+        try:
+            result = _apply(op, name)
+        except InvalidEnvelope as exc:
+            self.message_user(request, f"Schedule {name}: nothing enqueued: {exc}", messages.ERROR)
+            return HttpResponseRedirect(reverse("admin:boson_django_schedule_change", args=[object_id]))
         text = f"Schedule {name}: " + (f"enqueued job {result}" if op == "run_now" else f"{op}d" if result else f"already {op}d")
         self.message_user(request, text, messages.SUCCESS)
         return HttpResponseRedirect(reverse("admin:boson_django_schedule_change", args=[object_id]))
 
 
 def _apply(op: str, name: str) -> Any:
+    """Run ``op`` on the schedule. "run now" raises ``InvalidEnvelope`` when the row's job
+    cannot be enqueued: a row kept after its declaration went may name a task that is no
+    longer registered."""
     if op == "run_now":
         return run_now(name)
     return set_enabled(name, op == "enable")

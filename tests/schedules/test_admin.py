@@ -92,3 +92,25 @@ def test_the_buttons_work_for_a_name_the_admin_escapes(admin_client, settings, s
     (action,) = re.findall(r'action="([^"]*/op/disable/)"', page)
     assert admin_client.post(html.unescape(action), follow=True).status_code == 200
     assert Schedule.objects.get(name="nightly_report").enabled is False
+
+
+def test_a_user_without_the_view_permission_writes_nothing_by_opening_the_list(declared):
+    """The list syncs the declared schedules (a write) only for those allowed to see it."""
+    assert _client(["view_job"]).get(reverse(CHANGELIST)).status_code == 403
+    assert not Schedule.objects.exists()
+
+
+def test_run_now_of_a_schedule_whose_task_is_gone_is_refused_with_a_message(admin_client, declared, settings):
+    """A schedule's row stays after its declaration goes (its task renamed or removed):
+    "run now" enqueues nothing and says why (it was a server error)."""
+    sync_schedules()
+    settings.BOSON = {**settings.BOSON, "SCHEDULES": {}}
+    Schedule.objects.filter(name="nightly").update(task="tests.testapp.tasks.renamed")
+    response = admin_client.post(reverse("admin:boson_django_schedule_op", args=["nightly", "run_now"]), follow=True)
+    assert response.status_code == 200
+    assert "not a registered task" in response.content.decode()
+    response = admin_client.post(reverse(CHANGELIST), {"action": "run_now_selected", "_selected_action": ["nightly"]}, follow=True)
+    assert response.status_code == 200
+    assert "not a registered task" in response.content.decode()
+    assert not Job.objects.exists()
+    assert Schedule.objects.get(name="nightly").last_job_id in (None, "")
