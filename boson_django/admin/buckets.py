@@ -16,9 +16,11 @@ from boson_django.policies import BucketState
 
 
 class BucketForm(forms.ModelForm):
-    limit = forms.IntegerField(min_value=1, help_text="Tokens per window.")
-    window_ms = forms.IntegerField(min_value=1, help_text="Window in milliseconds.")
-    burst = forms.IntegerField(min_value=0, initial=0, help_text="Capacity; 0 means the limit.")
+    """The bounds are ``services.set_rate_limit``'s: past them it raised a server error."""
+
+    limit = forms.IntegerField(min_value=1, max_value=validation.MAX_COUNT, help_text="Tokens per window.")
+    window_ms = forms.IntegerField(min_value=1, max_value=validation.MAX_MS, help_text="Window in milliseconds.")
+    burst = forms.IntegerField(min_value=0, max_value=validation.MAX_COUNT, initial=0, help_text="Capacity; 0 means the limit.")
 
     class Meta:
         model = Bucket

@@ -136,6 +136,19 @@ def test_bucket_form_goes_through_set_rate_limit(superuser_client, store_clock):
     assert (bucket.limit, bucket.window_ms, bucket.burst, bucket.tokens) == (5, 2000, 8, 8)
 
 
+@pytest.mark.parametrize("field, value", [("limit", 2**31), ("window_ms", 10**15), ("burst", 2**40)])
+def test_bucket_form_refuses_what_set_rate_limit_refuses(superuser_client, store_clock, field, value):
+    """Out of the service's range: a form error naming the field, not a server error."""
+    from boson_django.models import Bucket
+
+    data = {"name": "smtp", "limit": 5, "window_ms": 1000, "burst": 0, field: value}
+    response = superuser_client.post(reverse("admin:boson_django_bucket_add"), data)
+    assert response.status_code == 200
+    errors = response.context["adminform"].form.errors
+    assert list(errors) == [field], errors
+    assert not Bucket.objects.exists()
+
+
 def test_task_config_form_validates_like_the_service(superuser_client, db):
     url = reverse("admin:boson_django_taskconfig_add")
     response = superuser_client.post(url, {"task": "tests.testapp.tasks.noop", "priority": 500})
