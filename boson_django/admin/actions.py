@@ -104,8 +104,13 @@ class SnapshotActionForm(helpers.ActionForm):
 
 
 def snapshot_of(request: HttpRequest) -> datetime | None:
+    """The posted snapshot time, or None when it is absent, naive or no valid datetime
+    (``parse_datetime`` raises for a well-formed impossible date: a server error)."""
     raw = request.POST.get("snapshot") or ""
-    parsed = parse_datetime(raw.replace(" ", "+")) if raw else None
+    try:
+        parsed = parse_datetime(raw.replace(" ", "+")) if raw else None
+    except ValueError:
+        return None
     return parsed if parsed is not None and parsed.tzinfo is not None else None
 
 
@@ -115,7 +120,7 @@ def run_job_action(modeladmin: Any, request: HttpRequest, queryset: QuerySet, op
     if across:
         snapshot = snapshot_of(request)
         if snapshot is None:
-            modeladmin.message_user(request, "The page's snapshot time is missing; reload and try again.", messages.ERROR)
+            modeladmin.message_user(request, "The page's snapshot time is missing or unreadable; reload and try again.", messages.ERROR)
             return None
         queryset = queryset.filter(enqueued_at__lte=snapshot)
         if request.POST.get("boson_confirm") != "yes":

@@ -88,6 +88,16 @@ def test_all_matching_touches_only_jobs_that_existed_when_the_page_was_shown(sup
     assert state_of(later) == "failed"
 
 
+@pytest.mark.parametrize("snapshot", ["", "yesterday", "2030-13-45T00:00:00+00:00", "2030-01-01T00:00:00"])
+def test_all_matching_with_a_bad_snapshot_changes_nothing_and_says_why(superuser_client, store, snapshot):
+    data = {"action": "retry_selected", "index": 0, "select_across": 1, "_selected_action": [store.failed],
+            "snapshot": snapshot, "boson_confirm": "yes"}
+    response = superuser_client.post(reverse(CHANGELIST) + "?state=failed", data, follow=True)
+    assert response.status_code == 200
+    assert _messages(response) == ["The page's snapshot time is missing or unreadable; reload and try again."]
+    assert state_of(store.failed) == "failed"
+
+
 def test_the_changelist_carries_the_snapshot_time(superuser_client, store, store_clock):
     body = superuser_client.get(reverse(CHANGELIST)).content.decode()
     assert f'name="snapshot" value="{store_clock.now().isoformat()}"' in body
