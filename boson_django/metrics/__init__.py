@@ -47,7 +47,10 @@ def exposition() -> tuple[bytes, str]:
 
 
 def serve(port: int, addr: str = "0.0.0.0") -> Any:
-    """Serve :data:`REGISTRY` on ``http://addr:port/metrics`` from a daemon thread."""
+    """Serve :data:`REGISTRY` on ``http://addr:port/metrics`` from a daemon thread.
+
+    Returns prometheus-client's ``(server, thread)``. The endpoint has no authentication:
+    bind it to an address only your scraper reaches (``127.0.0.1`` behind an agent)."""
     from prometheus_client import start_http_server
 
     install()

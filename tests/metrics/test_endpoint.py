@@ -100,7 +100,19 @@ def test_boson_worker_serves_metrics_on_its_port(live_clock):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     services.enqueue([envelope(NOOP, queue="ported")])
-    call_command("boson_worker", "--burst", "--metrics-port", str(port), "--queue", "ported", verbosity=0)
+    call_command("boson_worker", "--burst", "--metrics-port", str(port), "--metrics-addr", "127.0.0.1",
+                 "--queue", "ported", verbosity=0)
     body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
     assert 'boson_outcomes_total{outcome="success",queue="ported"} 1.0' in body
     assert 'boson_jobs{queue="ported",state="completed"} 1.0' in body
+
+
+def test_serve_listens_on_the_address_given():
+    from boson_django.metrics import serve
+
+    server, _ = serve(0, "127.0.0.1")
+    try:
+        assert server.server_address[0] == "127.0.0.1"
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -29,13 +29,16 @@ class Command(BaseCommand):
         parser.add_argument("--database", help="Database alias of the store (default BOSON['DATABASE']).")
         parser.add_argument("--metrics-port", type=_positive,
                             help="Serve Prometheus metrics on this port (needs the 'metrics' extra).")
+        parser.add_argument("--metrics-addr", default="0.0.0.0",
+                            help="Address the metrics port listens on (default 0.0.0.0, every interface; "
+                                 "127.0.0.1 keeps it to this machine).")
 
     def handle(self, *args: Any, **options: Any) -> None:
         _log_to_stderr(options["verbosity"])
         if options["metrics_port"]:
             from boson_django.metrics import serve
 
-            serve(options["metrics_port"])
+            serve(options["metrics_port"], options["metrics_addr"])
         using = checked_alias(options["database"])
         grace = options["grace_seconds"]
         worker = Worker(WorkerOptions(
