@@ -1,9 +1,11 @@
-"""Operator actions: each calls one service per job and reports what happened.
+"""Operator actions: each hands the jobs the transition table allows to one many-id
+service and reports what happened.
 
 A tally reads the jobs' states once, skips the ones the transition table refuses, calls
-the service for the rest and counts a ``False`` or a vanished job as a lost race:
-"12 retried, 3 skipped: not failed or cancelled, 1 raced". Nothing here writes a state
-field itself.
+the service for the rest (it works through them a chunk per transaction) and reports
+each job's fate: "12 retried, 3 skipped: not failed or cancelled, 1 skipped: a live
+job holds its unique key, 1 raced". A release counts the parked copies freed with the
+jobs selected. Nothing here writes a state field itself.
 """
 
 from __future__ import annotations
@@ -23,7 +25,6 @@ from django.utils.dateparse import parse_datetime
 
 from boson_django import clock, services
 from boson_django.admin.paginator import capped_count, count_label
-from boson_django.errors import UnknownJob
 from boson_django.states import Event, allows
 
 #: The most jobs one submission of a bulk action touches; the rest wait for the next one.
@@ -32,57 +33,68 @@ BULK_LIMIT = 10_000
 
 @dataclass(frozen=True)
 class Op:
-    """One operator transition: the service to call and how to report it."""
+    """One operator transition: the many-id service to call and how to report it."""
 
     event: Event
-    service: Callable[[str], bool]
+    service: Callable[[list[str]], services.Controlled]
     done: str  # "retried"
     refused: str  # "not failed or cancelled"
 
 
-RETRY = Op(Event.RETRY, services.retry, "retried", "not failed or cancelled")
-CANCEL = Op(Event.CANCEL, services.cancel, "cancelled", "already finished")
-RELEASE = Op(Event.RELEASE_QUARANTINE, services.release_quarantined, "released", "not quarantined")
+RETRY = Op(Event.RETRY, services.retry_jobs, "retried", "not failed or cancelled")
+CANCEL = Op(Event.CANCEL, services.cancel_jobs, "cancelled", "already finished")
+RELEASE = Op(Event.RELEASE_QUARANTINE, services.release_jobs, "released", "not quarantined")
 
 
 @dataclass
 class Tally:
     op: Op
     done: int = 0
+    copies: int = 0  # released with the selected jobs: parked under the same fingerprint
     skipped: int = 0
+    key_held: int = 0  # retry refused: a newer live job holds the unique key
     raced: int = 0
     left: int = 0  # beyond BULK_LIMIT, untouched
     ids: list[str] = field(default_factory=list)
 
+    def count(self, result: services.Controlled) -> None:
+        self.done += len(result.done)
+        self.copies += result.also
+        self.key_held += len(result.key_held)
+        self.raced += len(result.refused) + len(result.unknown)
+
     def message(self) -> str:
-        parts = [f"{self.done} {self.op.done}"]
+        parts = [self._done()]
         if self.skipped:
             parts.append(f"{self.skipped} skipped: {self.op.refused}")
+        if self.key_held:
+            parts.append(f"{self.key_held} skipped: a live job holds its unique key")
         if self.raced:
             parts.append(f"{self.raced} raced (changed or deleted meanwhile)")
         if self.left:
             parts.append(f"stopped at {BULK_LIMIT:,}: run it again for the rest")
         return ", ".join(parts)
 
+    def _done(self) -> str:
+        if not self.copies:
+            return f"{self.done} {self.op.done}"
+        return f"{self.done + self.copies} {self.op.done} ({self.done} selected, {self.copies} parked copies)"
+
     def level(self) -> int:
-        return messages.SUCCESS if self.done and not self.raced else messages.WARNING
+        return messages.SUCCESS if self.done and not (self.raced or self.key_held) else messages.WARNING
 
 
 def apply(op: Op, rows: Iterable[tuple[str, str]]) -> Tally:
-    """Call ``op`` on each (id, state) row the transition table allows."""
+    """Call ``op`` on the (id, state) rows the transition table allows, all at once."""
     tally = Tally(op)
+    allowed = []
     for job_id, state in rows:
-        if not allows(state, op.event):
-            tally.skipped += 1
-            continue
-        try:
-            changed = op.service(job_id)
-        except UnknownJob:
-            changed = False
-        if changed:
-            tally.done += 1
+        if allows(state, op.event):
+            allowed.append(job_id)
         else:
-            tally.raced += 1
+            tally.skipped += 1
+    if allowed:
+        tally.count(op.service(allowed))
     return tally
 
 

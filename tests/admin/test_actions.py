@@ -208,3 +208,26 @@ def test_the_queue_page_buttons_work_for_names_the_admin_escapes(superuser_clien
     response = superuser_client.post(html.unescape(action), follow=True)
     assert response.status_code == 200
     assert Queue.objects.get(name=name).paused
+
+
+def test_releasing_a_job_counts_the_parked_copies_released_with_it(superuser_client, store, store_clock):
+    """Its copies parked under the same fingerprint go with it, and the message says so."""
+    from tests.factories import ADD, enqueue_one
+
+    copies = [enqueue_one(ADD, queue="q-quarantined", args=[1, 2]) for _ in range(2)]
+    assert {state_of(c) for c in copies} == {"quarantined"}
+    response = _post_action(superuser_client, "release_selected", [store.quarantined])
+    assert _messages(response) == ["3 released (1 selected, 2 parked copies)"]
+    assert {state_of(j) for j in [store.quarantined, *copies]} == {"available"}
+
+
+def test_a_retry_refused_for_a_held_unique_key_says_so(superuser_client, store_clock):
+    """Not a lost race: a newer live job holds the key, and retrying would duplicate it."""
+    from tests.factories import admit_one, enqueue_one
+
+    old = enqueue_one(queue="uk", unique_key="k1", max_attempts=1)
+    services.ack(admit_one("w1", ["uk"]).lease, "retry", error="x")
+    enqueue_one(queue="uk", unique_key="k1")
+    response = _post_action(superuser_client, "retry_selected", [old])
+    assert _messages(response) == ["0 retried, 1 skipped: a live job holds its unique key"]
+    assert state_of(old) == "failed"
