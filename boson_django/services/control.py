@@ -109,6 +109,7 @@ def _cancel_chunk(job_ids: Sequence[str], *, using: str | None = None) -> Contro
     history.record_many(waiting, outcome="cancelled", error=CANCELLED_ERROR, now=now, using=using)
     for job in jobs:
         _mark_cancelled(job, now)
+    _write(jobs, CANCELLED_FIELDS, using)
     transitions.controlled("cancelled", waiting, using)
     transitions.controlled("cancelled", running, using, outcome="lease_revoked")
     result.done = [job.id for job in jobs]
@@ -122,9 +123,13 @@ def _revoke(running: list[Job], now: datetime, using: str) -> None:
     held.load({job.rate_class for job in running if job.rate_class})
     for job in running:
         held.reconcile(job.rate_class, job.charged_weight, 0.0)
-        history.close_run(job.id, job.fence, outcome="cancelled", error=CANCELLED_ERROR, now=now, using=using)
-        wakeups.revoke_at_commit(job.lease_holder, using)
     held.save()
+    history.close_runs([(job.id, job.fence) for job in running], outcome="cancelled", error=CANCELLED_ERROR, now=now, using=using)
+    for holder in {job.lease_holder for job in running}:
+        wakeups.revoke_at_commit(holder, using)
+
+
+CANCELLED_FIELDS = ("state", "last_error", "lease_holder", "lease_expires_at", "charged_weight", "finalized_at", "expires_at")
 
 
 def _mark_cancelled(job: Job, now: datetime) -> None:
@@ -132,9 +137,6 @@ def _mark_cancelled(job: Job, now: datetime) -> None:
     job.last_error = CANCELLED_ERROR
     job.lease_holder, job.lease_expires_at, job.charged_weight = None, None, 0.0
     acks.finalize(job, now)
-    job.save(update_fields=[
-        "state", "last_error", "lease_holder", "lease_expires_at", "charged_weight", "finalized_at", "expires_at",
-    ])
 
 
 # -- retry -----------------------------------------------------------------------------
@@ -163,24 +165,29 @@ def _retry_chunk(job_ids: Sequence[str], *, using: str | None = None) -> Control
     assert using is not None
     jobs, result = _lock(job_ids, Event.RETRY, using)
     now = clock.now(using)
-    retried = [job for job in jobs if _revived(job, now, using)]
-    result.key_held = [job.id for job in jobs if job not in retried]
+    retried = _revive(jobs, now, using)
+    result.key_held = sorted({job.id for job in jobs} - {job.id for job in retried})
     history.record_many(retried, outcome="retried", error="retried by operator", now=now, using=using)
     transitions.controlled("retried", retried, using)
     wakeups.notify_at_commit({job.queue for job in retried}, using)
     result.done = [job.id for job in retried]
     return result
-def _revived(job: Job, now: datetime, using: str) -> bool:
-    """Make a failed or cancelled job available again; ``False`` (nothing written) when
-    a newer live job holds its unique_key: the unique index refuses the update. Only a
-    job with a key needs the savepoint that survives that refusal."""
-    job.max_attempts = max(job.max_attempts, job.attempt + 1)
-    if job.unique_key is None:
-        _make_available(job, now)
-        return True
+def _revive(jobs: list[Job], now: datetime, using: str) -> list[Job]:
+    """Make failed or cancelled jobs available again; the ones made so. A job whose
+    unique_key a newer live job holds is left as it was (the unique index refuses it),
+    so each job with a key is written alone, under a savepoint that survives the refusal."""
+    for job in jobs:
+        job.max_attempts = max(job.max_attempts, job.attempt + 1)
+        _set_available(job, now)
+    keyless = [job for job in jobs if job.unique_key is None]
+    _write(keyless, AVAILABLE_FIELDS, using)
+    return keyless + [job for job in jobs if job.unique_key is not None and _written_alone(job, using)]
+
+
+def _written_alone(job: Job, using: str) -> bool:
     try:
         with transaction.atomic(using=using):
-            _make_available(job, now)
+            _write([job], AVAILABLE_FIELDS, using)
     except IntegrityError:
         return False
     return True
@@ -271,16 +278,30 @@ def _make_released(jobs: list[Job], now: datetime, using: str) -> None:
     history.record_many(jobs, outcome="unquarantined", error="released by operator", now=now, using=using)
     for job in jobs:
         job.crash_attempt = 0  # the release row resets the crash count; operator retry keeps it
-        _make_available(job, now)
+        _set_available(job, now)
+    _write(jobs, AVAILABLE_FIELDS, using)
     transitions.controlled("unquarantined", jobs, using)
     wakeups.notify_at_commit({job.queue for job in jobs}, using)
 
 
-def _make_available(job: Job, now: Any) -> None:
+AVAILABLE_FIELDS = ("state", "crash_attempt", "max_attempts", "run_at", "finalized_at", "expires_at")
+
+
+def _set_available(job: Job, now: datetime) -> None:
     job.state = JobState.AVAILABLE.value
     job.run_at = now
     job.finalized_at = job.expires_at = None
-    job.save(update_fields=["state", "crash_attempt", "max_attempts", "run_at", "finalized_at", "expires_at"])
+
+
+def _write(jobs: list[Job], fields: Sequence[str], using: str) -> None:
+    """Save ``fields`` of locked jobs: one UPDATE per distinct set of values (a chunk's
+    jobs mostly share them), not one per job -- a round trip per job was most of a bulk
+    action's time."""
+    groups: dict[tuple[Any, ...], list[str]] = {}
+    for job in jobs:
+        groups.setdefault(tuple(getattr(job, name) for name in fields), []).append(job.id)
+    for values, ids in groups.items():
+        Job.objects.using(using).filter(id__in=ids).update(**dict(zip(fields, values)))
 
 
 @_db.store_transaction
