@@ -1,9 +1,11 @@
-"""Operator actions: each calls one service per job and reports what happened.
+"""Operator actions: each hands the jobs the transition table allows to one many-id
+service and reports what happened.
 
 A tally reads the jobs' states once, skips the ones the transition table refuses, calls
-the service for the rest and counts a ``False`` or a vanished job as a lost race:
-"12 retried, 3 skipped: not failed or cancelled, 1 raced". Nothing here writes a state
-field itself.
+the service for the rest (it works through them a chunk per transaction) and reports
+each job's fate: "12 retried, 3 skipped: not failed or cancelled, 1 skipped: a live
+job holds its unique key, 1 raced". A release counts the parked copies freed with the
+jobs selected. Nothing here writes a state field itself.
 """
 
 from __future__ import annotations
@@ -16,73 +18,103 @@ from typing import Any
 from django import forms
 from django.contrib import messages
 from django.contrib.admin import helpers
-from django.db.models import QuerySet
+from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Q, QuerySet, Value
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
 from django.utils.dateparse import parse_datetime
 
 from boson_django import clock, services
 from boson_django.admin.paginator import capped_count, count_label
-from boson_django.errors import UnknownJob
+from boson_django.models import Run
 from boson_django.states import Event, allows
 
 #: The most jobs one submission of a bulk action touches; the rest wait for the next one.
 BULK_LIMIT = 10_000
 
 
+def finalized_by(at: datetime) -> Q:
+    """Jobs that reached their final state by ``at``: ``finalized_at`` is stamped when a
+    job fails or is cancelled, and cleared when it is retried."""
+    return Q(finalized_at__lte=at)
+
+
+def untouched_since(at: datetime) -> Q:
+    """Jobs enqueued by ``at`` and with no attempt record opened or closed after it. No job
+    column says when a live or quarantined state was reached, but every transition into
+    one writes a record (a retry, a release, a claim, an ack, a lease reclaimed), save the
+    promotion of a due job, which keeps it live."""
+    later = Run.objects.filter(job_id=OuterRef("pk")).filter(Q(started_at__gt=at) | Q(finished_at__gt=at))
+    return Q(enqueued_at__lte=at) & ~Exists(later)
+
+
 @dataclass(frozen=True)
 class Op:
-    """One operator transition: the service to call and how to report it."""
+    """One operator transition: the many-id service to call and how to report it."""
 
     event: Event
-    service: Callable[[str], bool]
+    service: Callable[[list[str]], services.Controlled]
     done: str  # "retried"
     refused: str  # "not failed or cancelled"
+    settled_by: Callable[[datetime], Q]  # the jobs whose current state was reached by a time
 
 
-RETRY = Op(Event.RETRY, services.retry, "retried", "not failed or cancelled")
-CANCEL = Op(Event.CANCEL, services.cancel, "cancelled", "already finished")
-RELEASE = Op(Event.RELEASE_QUARANTINE, services.release_quarantined, "released", "not quarantined")
+RETRY = Op(Event.RETRY, services.retry_jobs, "retried", "not failed or cancelled", finalized_by)
+CANCEL = Op(Event.CANCEL, services.cancel_jobs, "cancelled", "already finished", untouched_since)
+RELEASE = Op(Event.RELEASE_QUARANTINE, services.release_jobs, "released", "not quarantined", untouched_since)
 
 
 @dataclass
 class Tally:
     op: Op
     done: int = 0
+    copies: int = 0  # released with the selected jobs: parked under the same fingerprint
     skipped: int = 0
+    key_held: int = 0  # retry refused: a newer live job holds the unique key
     raced: int = 0
+    changed: int = 0  # left alone: their state changed after the page was shown
     left: int = 0  # beyond BULK_LIMIT, untouched
     ids: list[str] = field(default_factory=list)
 
+    def count(self, result: services.Controlled) -> None:
+        self.done += len(result.done)
+        self.copies += result.also
+        self.key_held += len(result.key_held)
+        self.raced += len(result.refused) + len(result.unknown)
+
     def message(self) -> str:
-        parts = [f"{self.done} {self.op.done}"]
+        parts = [self._done()]
         if self.skipped:
             parts.append(f"{self.skipped} skipped: {self.op.refused}")
+        if self.key_held:
+            parts.append(f"{self.key_held} skipped: a live job holds its unique key")
         if self.raced:
             parts.append(f"{self.raced} raced (changed or deleted meanwhile)")
+        if self.changed:
+            parts.append(f"{self.changed} left alone: changed after the page was shown")
         if self.left:
             parts.append(f"stopped at {BULK_LIMIT:,}: run it again for the rest")
         return ", ".join(parts)
 
+    def _done(self) -> str:
+        if not self.copies:
+            return f"{self.done} {self.op.done}"
+        return f"{self.done + self.copies} {self.op.done} ({self.done} selected, {self.copies} parked copies)"
+
     def level(self) -> int:
-        return messages.SUCCESS if self.done and not self.raced else messages.WARNING
+        return messages.SUCCESS if self.done and not (self.raced or self.key_held or self.changed) else messages.WARNING
 
 
 def apply(op: Op, rows: Iterable[tuple[str, str]]) -> Tally:
-    """Call ``op`` on each (id, state) row the transition table allows."""
+    """Call ``op`` on the (id, state) rows the transition table allows, all at once."""
     tally = Tally(op)
+    allowed = []
     for job_id, state in rows:
-        if not allows(state, op.event):
-            tally.skipped += 1
-            continue
-        try:
-            changed = op.service(job_id)
-        except UnknownJob:
-            changed = False
-        if changed:
-            tally.done += 1
+        if allows(state, op.event):
+            allowed.append(job_id)
         else:
-            tally.raced += 1
+            tally.skipped += 1
+    if allowed:
+        tally.count(op.service(allowed))
     return tally
 
 
@@ -97,7 +129,9 @@ def store_now_iso() -> str:
 class SnapshotActionForm(helpers.ActionForm):
     """Django's action form plus the store time the page was shown at.
 
-    A bulk action over "all matching" touches only jobs enqueued by then.
+    A bulk action touches only jobs whose current state was reached by then (see
+    :class:`Op`), so submitting the page twice cannot act again on a job that an
+    earlier submission changed and that has come back to the same state since.
     """
 
     snapshot = forms.CharField(label="", required=False, widget=forms.HiddenInput, initial=store_now_iso)
@@ -115,21 +149,31 @@ def snapshot_of(request: HttpRequest) -> datetime | None:
 
 
 def run_job_action(modeladmin: Any, request: HttpRequest, queryset: QuerySet, op: Op, verb: str) -> Any:
-    """The body of every job action: explicit selection at once, "all matching" after a confirm."""
-    across = request.POST.get("select_across") == "1"
-    if across:
-        snapshot = snapshot_of(request)
+    """The body of every job action: explicit selection at once, "all matching" after a
+    confirm; either leaves alone the jobs that changed after the page's snapshot time."""
+    snapshot = snapshot_of(request)
+    if request.POST.get("select_across") == "1":
         if snapshot is None:
             modeladmin.message_user(request, "The page's snapshot time is missing or unreadable; reload and try again.", messages.ERROR)
             return None
         queryset = queryset.filter(enqueued_at__lte=snapshot)
         if request.POST.get("boson_confirm") != "yes":
             return confirm_page(modeladmin, request, queryset, verb, snapshot)
-    rows = list(queryset.order_by("id").values_list("id", "state")[: BULK_LIMIT + 1])
-    tally = apply(op, rows[:BULK_LIMIT])
+    rows = list(_with_settled(queryset, op, snapshot).order_by("id").values_list("id", "state", "settled")[: BULK_LIMIT + 1])
+    current = [(job_id, state) for job_id, state, settled in rows[:BULK_LIMIT] if settled or not allows(state, op.event)]
+    tally = apply(op, current)
+    tally.changed = min(len(rows), BULK_LIMIT) - len(current)
     tally.left = max(0, len(rows) - BULK_LIMIT)
     report(modeladmin, request, tally)
     return None
+
+
+def _with_settled(queryset: QuerySet, op: Op, snapshot: datetime | None) -> QuerySet:
+    """Each job annotated with whether its state was reached by the snapshot (every job
+    is, when the request carries none: a per-job button, a script)."""
+    if snapshot is None:
+        return queryset.annotate(settled=Value(True, output_field=BooleanField()))
+    return queryset.annotate(settled=ExpressionWrapper(op.settled_by(snapshot), output_field=BooleanField()))
 
 
 def confirm_page(modeladmin: Any, request: HttpRequest, queryset: QuerySet, verb: str, snapshot: datetime) -> TemplateResponse:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from typing import Any
 
@@ -96,7 +97,7 @@ class QuarantinedFingerprintAdmin(ReadOnlyAdmin):
         rows = [(parked[f], JobState.QUARANTINED.value) if f in parked else ("", "") for f in fingerprints]
         tally = actions.apply(actions.RELEASE, [r for r in rows if r[0]])
         tally.skipped += sum(1 for r in rows if not r[0])
-        tally.op = actions.Op(actions.RELEASE.event, actions.RELEASE.service, "released", "no quarantined job left")
+        tally.op = dataclasses.replace(actions.RELEASE, refused="no quarantined job left")
         actions.report(self, request, tally)
 
 

@@ -9,7 +9,9 @@ from boson_django.services.acks import ack
 from boson_django.services.admission import admit
 from boson_django.services.buckets import bucket_tokens, set_rate_limit
 from boson_django.services.config import set_task_config
-from boson_django.services.control import cancel, pause_queue, release_quarantined, resume_queue, retry
+from boson_django.services.control import (
+    Controlled, cancel, cancel_jobs, pause_queue, release_jobs, release_quarantined, resume_queue, retry, retry_jobs,
+)
 from boson_django.services.duties import claim_duty, release_duty
 from boson_django.services.enqueue import enqueue
 from boson_django.services.inspection import (
@@ -28,10 +30,10 @@ from boson_django.states import JobState, Outcome
 __all__ = [
     "AckReply", "AckRequest", "ack_many", "AdmissionUnit", "AttemptRecord", "EnqueueResult", "Envelope", "JobInfo", "JobOutput",
     "JobProgress", "JobResult", "JobState", "LeaseRef", "Outcome", "Reclaimed", "RunInfo",
-    "ack", "admit", "all_enqueued", "bucket_tokens", "cancel", "checkpoint", "claim_duty",
+    "ack", "admit", "all_enqueued", "bucket_tokens", "cancel", "cancel_jobs", "checkpoint", "Controlled", "claim_duty",
     "count_runs_since", "counts", "enqueue", "find_problems", "Problem", "errors", "evict_retained", "get_output", "get_progress",
     "get_result", "job_state", "list_jobs", "list_runs", "pause_queue", "promote_due",
-    "reclaim_expired", "release", "release_duty", "release_quarantined", "renew",
-    "resume_queue", "retry", "set_rate_limit", "set_task_config", "task_run_stats",
+    "reclaim_expired", "release", "release_duty", "release_jobs", "release_quarantined", "renew",
+    "resume_queue", "retry", "retry_jobs", "set_rate_limit", "set_task_config", "task_run_stats",
     "write_output", "write_progress",
 ]

@@ -85,8 +85,19 @@ def record(
     job: Mapping[str, Any] | Any, *, outcome: str, now: datetime, using: str, error: str = ""
 ) -> None:
     """An attempt record for an event that ran no handler (cancel, retry, quarantine, release)."""
+    record_many([job], outcome=outcome, now=now, using=using, error=error)
+
+
+def record_many(
+    jobs: Sequence[Mapping[str, Any] | Any], *, outcome: str, now: datetime, using: str, error: str = ""
+) -> None:
+    """:func:`record` for many jobs at once (an operator's bulk action): one insert."""
+    Run.objects.using(using).bulk_create([_record_of(job, outcome, now, error) for job in jobs])
+
+
+def _record_of(job: Mapping[str, Any] | Any, outcome: str, now: datetime, error: str) -> Run:
     get = job.get if isinstance(job, Mapping) else lambda k: getattr(job, k)
-    Run.objects.using(using).create(
+    return Run(
         job_id=get("id"), task=get("task"), queue=get("queue"), attempt=get("attempt"),
         fence=get("fence"), worker_id="", started_at=now, finished_at=now, outcome=outcome,
         error=error, logs=[], recorded=True,

@@ -231,3 +231,102 @@ def test_the_queue_page_buttons_work_for_names_the_admin_escapes(superuser_clien
     response = superuser_client.post(html.unescape(action), follow=True)
     assert response.status_code == 200
     assert Queue.objects.get(name=name).paused
+
+
+def test_releasing_a_job_counts_the_parked_copies_released_with_it(superuser_client, store, store_clock):
+    """Its copies parked under the same fingerprint go with it, and the message says so."""
+    from tests.factories import ADD, enqueue_one
+
+    copies = [enqueue_one(ADD, queue="q-quarantined", args=[1, 2]) for _ in range(2)]
+    assert {state_of(c) for c in copies} == {"quarantined"}
+    response = _post_action(superuser_client, "release_selected", [store.quarantined])
+    assert _messages(response) == ["3 released (1 selected, 2 parked copies)"]
+    assert {state_of(j) for j in [store.quarantined, *copies]} == {"available"}
+
+
+def test_a_retry_refused_for_a_held_unique_key_says_so(superuser_client, store_clock):
+    """Not a lost race: a newer live job holds the key, and retrying would duplicate it."""
+    from tests.factories import admit_one, enqueue_one
+
+    old = enqueue_one(queue="uk", unique_key="k1", max_attempts=1)
+    services.ack(admit_one("w1", ["uk"]).lease, "retry", error="x")
+    enqueue_one(queue="uk", unique_key="k1")
+    response = _post_action(superuser_client, "retry_selected", [old])
+    assert _messages(response) == ["0 retried, 1 skipped: a live job holds its unique key"]
+    assert state_of(old) == "failed"
+
+
+def _confirmed_retry_all_failed(client, shown_at: str):
+    data = {"action": "retry_selected", "index": 0, "select_across": 1, "_selected_action": ["x"],
+            "snapshot": shown_at, "boson_confirm": "yes"}
+    return client.post(reverse(CHANGELIST) + "?state=failed", data, follow=True)
+
+
+def _fail_again(job_id: str) -> None:
+    from tests.factories import admit_one
+
+    unit = admit_one("w9", ["q-failed"])
+    assert unit.lease.job_id == job_id
+    services.ack(unit.lease, "discard", error="boom again")
+
+
+def test_a_resubmitted_confirmation_leaves_alone_a_job_that_failed_again_since(superuser_client, store, store_clock):
+    """A double click: the first submission retried the job, it failed again, and the
+    second submission of the same page must not retry it once more."""
+    shown_at = store_clock.now().isoformat()
+    store_clock.advance(1000)
+    assert _messages(_confirmed_retry_all_failed(superuser_client, shown_at)) == ["1 retried"]
+    store_clock.advance(1000)
+    _fail_again(store.failed)
+    response = _confirmed_retry_all_failed(superuser_client, shown_at)
+    assert _messages(response) == ["0 retried, 1 left alone: changed after the page was shown"]
+    assert state_of(store.failed) == "failed"
+
+
+def test_a_resubmitted_cancel_leaves_alone_a_job_retried_since(superuser_client, store, store_clock):
+    shown_at = store_clock.now().isoformat()
+    store_clock.advance(1000)
+    data = {"action": "cancel_selected", "index": 0, "select_across": 1, "_selected_action": ["x"],
+            "snapshot": shown_at, "boson_confirm": "yes"}
+    url = reverse(CHANGELIST) + "?queue=q-available"
+    assert _messages(superuser_client.post(url, data, follow=True)) == ["1 cancelled"]
+    store_clock.advance(1000)
+    services.retry(store.available)
+    assert _messages(superuser_client.post(url, data, follow=True)) == ["0 cancelled, 1 left alone: changed after the page was shown"]
+    assert state_of(store.available) == "available"
+
+
+def test_a_resubmitted_release_leaves_alone_a_job_quarantined_again_since(superuser_client, store, store_clock):
+    shown_at = store_clock.now().isoformat()
+    store_clock.advance(1000)
+    data = {"action": "release_selected", "index": 0, "select_across": 1, "_selected_action": ["x"],
+            "snapshot": shown_at, "boson_confirm": "yes"}
+    url = reverse(CHANGELIST) + "?state=quarantined"
+    assert _messages(superuser_client.post(url, data, follow=True)) == ["1 released"]
+    from tests.factories import admit_one
+
+    admit_one("w9", ["q-quarantined"])
+    store_clock.advance(1001)
+    services.reclaim_expired(10)
+    assert state_of(store.quarantined) == "quarantined"
+    assert _messages(superuser_client.post(url, data, follow=True)) == ["0 released, 1 left alone: changed after the page was shown"]
+    assert state_of(store.quarantined) == "quarantined"
+
+
+def test_an_explicit_selection_resubmitted_leaves_alone_a_job_that_failed_again(superuser_client, store, store_clock):
+    shown_at = store_clock.now().isoformat()
+    store_clock.advance(1000)
+    response = _post_action(superuser_client, "retry_selected", [store.failed], snapshot=shown_at)
+    assert _messages(response) == ["1 retried"]
+    store_clock.advance(1000)
+    _fail_again(store.failed)
+    response = _post_action(superuser_client, "retry_selected", [store.failed], snapshot=shown_at)
+    assert _messages(response) == ["0 retried, 1 left alone: changed after the page was shown"]
+    assert state_of(store.failed) == "failed"
+
+
+def test_with_a_snapshot_a_job_in_a_refused_state_is_skipped_not_left_alone(superuser_client, store, store_clock):
+    """A running job has no finalized_at: the transition table speaks first."""
+    shown_at = store_clock.now().isoformat()
+    response = _post_action(superuser_client, "retry_selected", [store.failed, store.running, store.completed], snapshot=shown_at)
+    assert _messages(response) == ["1 retried, 2 skipped: not failed or cancelled"]

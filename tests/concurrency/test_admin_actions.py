@@ -1,14 +1,14 @@
-"""Admin bulk actions racing workers: each job's transition commits on its own.
+"""Admin bulk actions racing workers: each chunk of jobs the action changes commits on its own.
 
 With ``ATOMIC_REQUESTS`` (a common project setting) a bulk action ran every service call
 inside the request's one transaction: cancelling running jobs held each job's row and
 its rate class's bucket until the last job was done, while a worker's ack batch held
-some of those jobs and waited for the bucket.
+some of those jobs and waited for the bucket. The action now cancels a chunk of jobs per
+transaction, locking a chunk's jobs (in id order, as an ack batch does) before any bucket.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 
 from django.contrib.auth.models import User
@@ -17,8 +17,7 @@ from django.test import Client
 from django.urls import reverse
 
 from boson_django import services
-from boson_django.admin import actions
-from boson_django.services import AckRequest, Outcome
+from boson_django.services import AckRequest, Outcome, control
 from tests.concurrency.support import run_threads
 from tests.factories import NOOP, envelope
 
@@ -37,14 +36,17 @@ def test_bulk_cancel_under_atomic_requests_racing_weight_corrected_acks(live_clo
     ids = sorted(unit.lease.job_id for unit in leases)
     started = threading.Event()
 
-    def cancel_then_signal(job_id: str) -> bool:
-        """The action's service: the workers start acking once the first cancel is in."""
+    cancel_chunk = control._cancel_chunk
+
+    def cancel_then_signal(job_ids, using=None):
+        """The action's chunks: the workers start acking once the first chunk is in."""
         try:
-            return services.cancel(job_id)
+            return cancel_chunk(job_ids, using=using)
         finally:
             started.set()
 
-    monkeypatch.setattr(actions, "CANCEL", dataclasses.replace(actions.CANCEL, service=cancel_then_signal))
+    monkeypatch.setattr(control, "CHUNK", 10)
+    monkeypatch.setattr(control, "_cancel_chunk", cancel_then_signal)
 
     def actor(i: int) -> object:
         if i == 0:
