@@ -172,6 +172,8 @@ def _retry_chunk(job_ids: Sequence[str], *, using: str | None = None) -> Control
     wakeups.notify_at_commit({job.queue for job in retried}, using)
     result.done = [job.id for job in retried]
     return result
+
+
 def _revive(jobs: list[Job], now: datetime, using: str) -> list[Job]:
     """Make failed or cancelled jobs available again; the ones made so. A job whose
     unique_key a newer live job holds is left as it was (the unique index refuses it),
