@@ -17,8 +17,8 @@ View = TypeVar("View", bound=Callable[..., Any])
 
 
 def own_transactions(view: View) -> View:
-    """Exempt an admin view from ``ATOMIC_REQUESTS`` on every database: each service a bulk
-    action calls commits its job's transition by itself, as a worker's would. Inside the
+    """Exempt an admin view from ``ATOMIC_REQUESTS`` on every database: each chunk of jobs
+    a bulk action hands to a service commits by itself, as a worker's ack would. Inside the
     request's one transaction the action held every job row and rate-class bucket it had
     touched until its last job, and deadlocked with workers acking those jobs (they lock
     jobs, then buckets; the action, having locked a bucket, waited for the next job)."""
