@@ -24,8 +24,9 @@ from django.template.response import TemplateResponse
 from django.utils.dateparse import parse_datetime
 
 from boson_django import clock, services
+from boson_django.admin import audit
 from boson_django.admin.paginator import capped_count, count_label
-from boson_django.models import Run
+from boson_django.models import Job, Run
 from boson_django.states import Event, allows
 
 #: The most jobs one submission of a bulk action touches; the rest wait for the next one.
@@ -56,11 +57,13 @@ class Op:
     done: str  # "retried"
     refused: str  # "not failed or cancelled"
     settled_by: Callable[[datetime], Q]  # the jobs whose current state was reached by a time
+    logged: str  # each changed job's entry in the admin history
 
 
-RETRY = Op(Event.RETRY, services.retry_jobs, "retried", "not failed or cancelled", finalized_by)
-CANCEL = Op(Event.CANCEL, services.cancel_jobs, "cancelled", "already finished", untouched_since)
-RELEASE = Op(Event.RELEASE_QUARANTINE, services.release_jobs, "released", "not quarantined", untouched_since)
+RETRY = Op(Event.RETRY, services.retry_jobs, "retried", "not failed or cancelled", finalized_by, "Retried")
+CANCEL = Op(Event.CANCEL, services.cancel_jobs, "cancelled", "already finished", untouched_since, "Cancelled")
+RELEASE = Op(Event.RELEASE_QUARANTINE, services.release_jobs, "released", "not quarantined", untouched_since,
+             "Released from quarantine, with the copies parked under its fingerprint")
 
 
 @dataclass
@@ -73,9 +76,10 @@ class Tally:
     raced: int = 0
     changed: int = 0  # left alone: their state changed after the page was shown
     left: int = 0  # beyond BULK_LIMIT, untouched
-    ids: list[str] = field(default_factory=list)
+    ids: list[str] = field(default_factory=list)  # the jobs changed, of those asked for
 
     def count(self, result: services.Controlled) -> None:
+        self.ids += result.done
         self.done += len(result.done)
         self.copies += result.also
         self.key_held += len(result.key_held)
@@ -119,6 +123,8 @@ def apply(op: Op, rows: Iterable[tuple[str, str]]) -> Tally:
 
 
 def report(modeladmin: Any, request: HttpRequest, tally: Tally) -> None:
+    """Tell the operator, and write each changed job's entry in the admin history."""
+    audit.record(request, Job, tally.ids, tally.op.logged)
     modeladmin.message_user(request, tally.message(), tally.level())
 
 

@@ -1,0 +1,42 @@
+"""Operator actions leave entries in the admin history: who changed which row, and how."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.admin.models import CHANGE, LogEntry
+from django.contrib.admin.utils import quote
+from django.urls import reverse
+
+from tests.factories import state_of
+
+pytestmark = pytest.mark.django_db
+
+
+def _entries() -> list[tuple[str, str, str, int]]:
+    return sorted(LogEntry.objects.values_list("user__username", "object_id", "change_message", "action_flag"))
+
+
+def test_a_bulk_retry_logs_each_job_it_changed_and_none_it_skipped(operator_client, store):
+    data = {"action": "retry_selected", "index": 0, "_selected_action": [store.failed, store.cancelled, store.completed]}
+    operator_client.post(reverse("admin:boson_django_job_changelist"), data, follow=True)
+    assert state_of(store.completed) == "completed"
+    assert _entries() == sorted([("operator", store.failed, "Retried", CHANGE), ("operator", store.cancelled, "Retried", CHANGE)])
+
+
+def test_a_job_page_button_logs_and_the_job_history_shows_it(superuser_client, store):
+    superuser_client.post(reverse("admin:boson_django_job_op", args=[quote(store.available), "cancel"]))
+    assert _entries() == [("root", store.available, "Cancelled", CHANGE)]
+    history = superuser_client.get(reverse("admin:boson_django_job_history", args=[quote(store.available)]))
+    assert history.status_code == 200 and "Cancelled" in history.content.decode()
+
+
+def test_a_release_logs_the_job_released(superuser_client, store):
+    data = {"action": "release_selected", "index": 0, "_selected_action": [store.quarantined]}
+    superuser_client.post(reverse("admin:boson_django_job_changelist"), data, follow=True)
+    [(user, job_id, message, _)] = _entries()
+    assert (user, job_id) == ("root", store.quarantined) and message.startswith("Released from quarantine")
+
+
+def test_a_refused_action_logs_nothing(superuser_client, store):
+    superuser_client.post(reverse("admin:boson_django_job_op", args=[quote(store.completed), "cancel"]))
+    assert _entries() == []
