@@ -137,10 +137,20 @@ def _make_available(job: Job, now: Any) -> None:
 
 @_db.store_transaction
 def pause_queue(name: str, *, using: str | None = None) -> None:
-    """Stop admitting from this queue (running jobs go on). Idempotent."""
+    """Stop admitting from this queue (running jobs go on). Idempotent.
+
+    Locks the queue's row. Pausing a paused queue changes nothing: ``paused_at`` keeps
+    the first pause, so an operator sees how long the queue has been held, not when
+    someone last pressed Pause.
+    """
     validation.name(name, "name")
     now = clock.now(using)
-    Queue.objects.using(using).update_or_create(name=name, defaults={"paused": True, "paused_at": now})
+    queue, created = Queue.objects.using(using).select_for_update().get_or_create(
+        name=name, defaults={"paused": True, "paused_at": now}
+    )
+    if not created and not queue.paused:
+        queue.paused, queue.paused_at = True, now
+        queue.save(using=using, update_fields=["paused", "paused_at"])
 
 
 @_db.store_transaction
