@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from typing import Any
 
 from django import forms
@@ -54,11 +53,11 @@ class TaskConfigAdmin(ReadOnlyAdmin):
     def save_model(self, request: HttpRequest, obj: TaskConfig, form: Any, change: bool) -> None:
         services.set_task_config(obj.task, **{k: form.cleaned_data.get(k) for k in POLICY_FIELDS})
         if not registry.is_registered(obj.task):
-            close = difflib.get_close_matches(obj.task, registry.names(), n=1)
+            close = registry.closest(obj.task)
             messages.warning(request, format_html(
                 "No task named <code>{}</code> is registered here: this configuration applies once one "
                 "is deployed, and a misspelt name applies to nothing.{}",
-                obj.task, format_html(" Did you mean <code>{}</code>?", close[0]) if close else "",
+                obj.task, format_html(" Did you mean <code>{}</code>?", close) if close else "",
             ))
 
 
