@@ -7,9 +7,11 @@ Every function here is one short transaction on the ``using`` database alias (de
 from boson_django.services.ack_batch import AckReply, AckRequest, ack_many
 from boson_django.services.acks import ack
 from boson_django.services.admission import admit
-from boson_django.services.buckets import bucket_tokens, set_rate_limit
-from boson_django.services.config import set_task_config
-from boson_django.services.control import cancel, pause_queue, release_quarantined, resume_queue, retry
+from boson_django.services.buckets import bucket_tokens, delete_rate_limit, set_rate_limit
+from boson_django.services.config import delete_task_config, set_task_config
+from boson_django.services.control import (
+    cancel, delete_queue, pause_queue, reason_to_keep_queue, release_quarantined, resume_queue, retry,
+)
 from boson_django.services.duties import claim_duty, release_duty
 from boson_django.services.enqueue import enqueue
 from boson_django.services.inspection import (
@@ -29,9 +31,9 @@ __all__ = [
     "AckReply", "AckRequest", "ack_many", "AdmissionUnit", "AttemptRecord", "EnqueueResult", "Envelope", "JobInfo", "JobOutput",
     "JobProgress", "JobResult", "JobState", "LeaseRef", "Outcome", "Reclaimed", "RunInfo",
     "ack", "admit", "all_enqueued", "bucket_tokens", "cancel", "checkpoint", "claim_duty",
-    "count_runs_since", "counts", "enqueue", "find_problems", "Problem", "errors", "evict_retained", "get_output", "get_progress",
+    "count_runs_since", "counts", "delete_queue", "delete_rate_limit", "delete_task_config", "enqueue", "find_problems", "Problem", "errors", "evict_retained", "get_output", "get_progress",
     "get_result", "job_state", "list_jobs", "list_runs", "pause_queue", "promote_due",
-    "reclaim_expired", "release", "release_duty", "release_quarantined", "renew",
+    "reason_to_keep_queue", "reclaim_expired", "release", "release_duty", "release_quarantined", "renew",
     "resume_queue", "retry", "set_rate_limit", "set_task_config", "task_run_stats",
     "write_output", "write_progress",
 ]

@@ -82,6 +82,22 @@ def set_task_config(task: str, *, using: str | None = None, **fields: Any) -> Ta
     return row
 
 
+@store_transaction
+def delete_task_config(task: str, *, using: str | None = None) -> bool:
+    """Delete the task's TaskConfig row, so it falls back to its ``@task`` code defaults
+    (then ``BOSON`` settings). ``False`` when it had none. Idempotent.
+
+    Nothing keeps the row in memory: an enqueue reads the row (or, on PostgreSQL's
+    one-statement path, checks it is still absent) and an admission locks the rows that
+    cap ``max_active``, so the next of each sees the deletion. Jobs already enqueued keep
+    the policy they were enqueued with; ``max_active``, read at admission, stops capping
+    at once. An admission holding the row's lock finishes first.
+    """
+    validation.name(task, "task", max_len=255)
+    deleted, _ = TaskConfig.objects.using(using).filter(task=task).delete()
+    return deleted > 0
+
+
 def warn_if_unregistered(task: str) -> None:
     """Warn (``UnregisteredTaskWarning``) when no registered task has this name: the row is
     kept, since a config may come before the deploy of its task, but a typo would

@@ -1,4 +1,4 @@
-"""Operator controls: cancel, retry, release from quarantine, pause and resume queues."""
+"""Operator controls: cancel, retry, release from quarantine, pause, resume and delete queues."""
 
 from __future__ import annotations
 
@@ -159,3 +159,42 @@ def resume_queue(name: str, *, using: str | None = None) -> None:
     validation.name(name, "name")
     Queue.objects.using(using).update_or_create(name=name, defaults={"paused": False, "paused_at": None})
     wakeups.notify_at_commit([name], using)
+
+
+def reason_to_keep_queue(name: str, *, using: str | None = None) -> str | None:
+    """Why the queue's row may not be deleted now, or None when it may (read only).
+
+    The row holds the queue's pause, and the admin's lists and the dashboard find a
+    queue's jobs through it: a paused queue keeps its row (deleting it would resume the
+    queue for the next job enqueued to it), and so does one that any job, in any state,
+    still names.
+    """
+    db = _db.alias(using)
+    paused = Queue.objects.using(db).filter(name=name).values_list("paused", flat=True).first()
+    if paused is None:
+        return "no such queue"
+    if paused:
+        return "it is paused (resume it first)"
+    if Job.objects.using(db).filter(queue=name).exists():
+        return "jobs are still in it"
+    return None
+
+
+@_db.store_transaction
+def delete_queue(name: str, *, using: str | None = None) -> bool:
+    """Delete an idle queue's row: one that is not paused and that no job names. ``False``,
+    and nothing changed, for any other (see :func:`reason_to_keep_queue`). Idempotent.
+
+    Locks the queue's row, so a pause or resume in flight finishes first. The next job
+    enqueued to the name creates the row again, unpaused. On PostgreSQL a job whose
+    enqueue commits while the row is being deleted can end up in a queue with no row
+    until the next enqueue to it; it is admitted all the same (only a paused row holds
+    jobs back).
+    """
+    validation.name(name, "name")
+    if not Queue.objects.using(using).select_for_update().filter(name=name).exists():
+        return False
+    if reason_to_keep_queue(name, using=using) is not None:
+        return False
+    Queue.objects.using(using).filter(name=name).delete()
+    return True
