@@ -1,4 +1,4 @@
-"""Queues: pause and resume, through the services."""
+"""Queues: pause, resume and delete (an idle queue only), through the services."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ from django.views.decorators.http import require_POST
 
 from boson_django import services
 from boson_django.admin import display
-from boson_django.admin.base import ReadOnlyAdmin, has_perm
+from boson_django.admin.base import DeletedByService, has_perm
 from boson_django.models import Queue
 
 
-class QueueAdmin(ReadOnlyAdmin):
+class QueueAdmin(DeletedByService):
     list_display = ("name", "status", "paused_at", "jobs")
     actions = ("pause_selected", "resume_selected")
     fields = ("name", "status", "paused_at", "jobs")
@@ -33,6 +33,19 @@ class QueueAdmin(ReadOnlyAdmin):
         from django.utils.html import format_html
 
         return format_html('<a href="{}">jobs in this queue</a>', display.changelist_url("job", queue=obj.name))
+
+    def delete_row(self, pk: str) -> bool:
+        return services.delete_queue(pk)
+
+    def get_deleted_objects(self, objs: Any, request: HttpRequest) -> tuple[Any, Any, Any, list[str]]:
+        """Django's confirmation page, with each queue the service would keep listed as
+        protected (which stops the deletion there and says why)."""
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        for queue in objs:
+            reason = services.reason_to_keep_queue(queue.name)
+            if reason is not None:
+                protected = [*protected, f"Queue {queue.name}: kept, {reason}"]
+        return deleted, counts, perms_needed, protected
 
     def has_operate_queue_permission(self, request: HttpRequest) -> bool:
         return has_perm(request, "operate_queue")
