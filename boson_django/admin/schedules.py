@@ -59,7 +59,7 @@ class ScheduleAdmin(ReadOnlyAdmin):
     def next_run(self, obj: Schedule) -> str:
         if not (obj.enabled and obj.declared) or obj.next_run_at is None:
             return "—"
-        return f"{obj.next_run_at:%Y-%m-%d %H:%M:%S} UTC ({display.relative(obj.next_run_at, obj.store_now)})"  # type: ignore[attr-defined]
+        return f"{display.when(obj.next_run_at)} ({display.relative(obj.next_run_at, obj.store_now)})"  # type: ignore[attr-defined]
 
     @admin.display(description="last run", ordering="last_run_at")
     def last_run(self, obj: Schedule) -> str:
