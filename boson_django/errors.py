@@ -45,3 +45,7 @@ class JobQuarantined(StoreError):
 
 class LeaseLost(StoreError):
     """The worker running the job stopped renewing its lease (crash, kill or stall)."""
+
+
+class UnregisteredTaskWarning(RuntimeWarning):
+    """A task config was written for a name no registered task has (not deployed yet, or a typo)."""

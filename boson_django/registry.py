@@ -8,6 +8,7 @@ known once that module has been imported.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import threading
 from typing import Any
@@ -103,3 +104,9 @@ def defaults_for(name: str) -> dict[str, Any]:
 def names() -> list[str]:
     autodiscover()
     return sorted(n for n in _tasks if get(n) is not None)
+
+
+def closest(name: str) -> str | None:
+    """The registered task name most like ``name`` (a likely typo's fix), or None."""
+    found = difflib.get_close_matches(name, names(), n=1)
+    return found[0] if found else None

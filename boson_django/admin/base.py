@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.db import connections, transaction
 from django.http import HttpRequest, HttpResponse
 
@@ -61,3 +61,30 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+
+class DeletedByService(ReadOnlyAdmin):
+    """Rows an operator may delete, behind Django's own ``delete_<model>`` permission.
+
+    Both the delete button and the "delete selected" action go through
+    :meth:`delete_row` (a service, one short transaction per row) instead of the ORM's
+    delete, so a deletion takes the locks and keeps the rules every other writer does.
+    """
+
+    def delete_row(self, pk: str) -> bool:
+        """Delete one row through its service; ``False`` when the service kept it."""
+        raise NotImplementedError
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return has_perm(request, f"delete_{self.opts.model_name}")
+
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        self._report_kept(request, [] if self.delete_row(obj.pk) else [obj.pk])
+
+    def delete_queryset(self, request: HttpRequest, queryset: Any) -> None:
+        kept = [pk for pk in queryset.values_list("pk", flat=True) if not self.delete_row(pk)]
+        self._report_kept(request, kept)
+
+    def _report_kept(self, request: HttpRequest, kept: list[str]) -> None:
+        if kept:
+            self.message_user(request, f"Not deleted (changed meanwhile): {', '.join(map(str, kept))}", messages.WARNING)

@@ -1,4 +1,5 @@
-"""Rate-limit buckets: tuned through ``services.set_rate_limit``, tokens shown on the store clock."""
+"""Rate-limit buckets: tuned through ``services.set_rate_limit``, deleted through
+``services.delete_rate_limit`` (the class is unlimited again), tokens shown on the store clock."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from django.db.models import DateTimeField, Value
 from django.http import HttpRequest
 
 from boson_django import clock, services, validation
-from boson_django.admin.base import ReadOnlyAdmin, has_perm
+from boson_django.admin.base import DeletedByService, has_perm
 from boson_django.models import Bucket
 from boson_django.policies import BucketState
 
@@ -33,7 +34,7 @@ class BucketForm(forms.ModelForm):
             raise forms.ValidationError(str(exc)) from exc
 
 
-class BucketAdmin(ReadOnlyAdmin):
+class BucketAdmin(DeletedByService):
     form = BucketForm
     list_display = ("name", "limit", "window_ms", "burst", "tokens_now")
     readonly_fields = ("tokens_now", "refilled_at")
@@ -58,6 +59,10 @@ class BucketAdmin(ReadOnlyAdmin):
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return has_perm(request, "tune_rate_limit")
+
+    def delete_row(self, pk: str) -> bool:
+        services.delete_rate_limit(pk)
+        return True  # already gone is deleted too
 
     def save_model(self, request: HttpRequest, obj: Bucket, form: Any, change: bool) -> None:
         data = form.cleaned_data

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from django.utils import timezone
+
 WIDTH, HEIGHT = 560, 170
 LEFT, RIGHT, TOP, BOTTOM = 44, 8, 10, 22
 
@@ -62,6 +64,6 @@ def line_chart(title: str, unit: str, series: list[Series], start: datetime, bin
         s.points = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in enumerate(s.values) if v is not None)
     chart.y_ticks = [(round(y(y_max * k / 4), 1), y_fmt(y_max * k / 4)) for k in range(5)]
     chart.x_ticks = [
-        (round(x(i), 1), (start + bin_span * i).strftime(fmt)) for i in range(0, bins, label_every)
+        (round(x(i), 1), timezone.localtime(start + bin_span * i).strftime(fmt)) for i in range(0, bins, label_every)
     ]
     return chart

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import difflib
 from typing import Any
 
 from django import forms
@@ -14,7 +13,7 @@ from django.utils.html import format_html
 
 from boson_django import clock, registry, services, validation
 from boson_django.admin import actions, display
-from boson_django.admin.base import ReadOnlyAdmin, has_perm
+from boson_django.admin.base import DeletedByService, ReadOnlyAdmin, has_perm
 from boson_django.models import Duty, Job, QuarantinedFingerprint, TaskConfig
 from boson_django.services.config import POLICY_FIELDS, _validated
 from boson_django.states import JobState
@@ -37,8 +36,9 @@ class TaskConfigForm(forms.ModelForm):
         return data
 
 
-class TaskConfigAdmin(ReadOnlyAdmin):
-    """Per-task policy; a saved row goes through ``services.set_task_config``."""
+class TaskConfigAdmin(DeletedByService):
+    """Per-task policy; a saved row goes through ``services.set_task_config``, a deleted
+    one through ``services.delete_task_config`` (the task takes its code defaults again)."""
 
     form = TaskConfigForm
     list_display = ("task", *POLICY_FIELDS)
@@ -52,14 +52,18 @@ class TaskConfigAdmin(ReadOnlyAdmin):
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return has_perm(request, "change_taskconfig")
 
+    def delete_row(self, pk: str) -> bool:
+        services.delete_task_config(pk)
+        return True  # already gone is deleted too
+
     def save_model(self, request: HttpRequest, obj: TaskConfig, form: Any, change: bool) -> None:
         services.set_task_config(obj.task, **{k: form.cleaned_data.get(k) for k in POLICY_FIELDS})
         if not registry.is_registered(obj.task):
-            close = difflib.get_close_matches(obj.task, registry.names(), n=1)
+            close = registry.closest(obj.task)
             messages.warning(request, format_html(
                 "No task named <code>{}</code> is registered here: this configuration applies once one "
                 "is deployed, and a misspelt name applies to nothing.{}",
-                obj.task, format_html(" Did you mean <code>{}</code>?", close[0]) if close else "",
+                obj.task, format_html(" Did you mean <code>{}</code>?", close) if close else "",
             ))
 
 

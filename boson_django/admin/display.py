@@ -8,6 +8,7 @@ from typing import Any
 
 from django.contrib.admin.utils import quote
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.html import format_html
 
 STATE_COLOURS = {
@@ -49,6 +50,17 @@ def duration(delta: timedelta) -> str:
     if h:
         return f"{h}h {m:02d}m"
     return f"{m}m {s:02d}s" if m else f"{s}s"
+
+
+def when(at: datetime | None, *, precise: bool = False) -> str:
+    """A time in the active time zone (Django's ``TIME_ZONE``, or the one a middleware
+    activated) and named by it -- ``2030-01-01 09:30:00 EST`` -- as Django's own fields
+    and the ``date`` filter show times, so every time on a page is in one zone and says
+    which. ``precise`` adds microseconds (a due time set by backoff)."""
+    if at is None:
+        return "—"
+    local = timezone.localtime(at)
+    return local.strftime(f"%Y-%m-%d %H:%M:%S{'.%f' if precise else ''} %Z")
 
 
 def relative(at: datetime | None, now: datetime, future: str = "in {}", past: str = "{} ago") -> str:

@@ -55,15 +55,16 @@ class JobAdmin(ReadOnlyAdmin):
     change_form_template = "admin/boson_django/job/change_form.html"
     readonly_fields = (
         "args_json", "kwargs_json", "meta_json", "state_badge", "last_error_pre", "store_now",
-        "due", "expires", "lease_expires", "progress", "checkpoint_json",
+        "due", "enqueued", "started", "attempted", "finalized", "expires", "lease_expires", "progress",
+        "checkpoint_json",
     )
     fieldsets = (
         ("Envelope", {"fields": ("id", "task", "queue", "priority", "args_json", "kwargs_json", "meta_json",
                                  "unique_key", "fingerprint", "rate_class", "weight")}),
         ("Policy", {"fields": ("max_attempts", "retention_ms", "lease_ms", "timeout_ms", "crash_limit")}),
         ("State", {"fields": ("state_badge", "attempt", "crash_attempt", "last_error_pre")}),
-        ("Store-clock timings", {"fields": ("store_now", "due", "enqueued_at", "started_at", "attempted_at",
-                                            "finalized_at", "expires")}),
+        ("Store-clock timings", {"fields": ("store_now", "due", "enqueued", "started", "attempted",
+                                            "finalized", "expires")}),
         ("Lease", {"fields": ("lease_holder", "fence", "lease_expires", "charged_weight")}),
         ("Progress and checkpoint", {"fields": ("progress", "checkpoint_json")}),
     )
@@ -113,25 +114,41 @@ class JobAdmin(ReadOnlyAdmin):
         return display.pre(obj.last_error)
 
     @admin.display(description="store time now")
-    def store_now(self, obj: Job) -> Any:
-        return obj.store_now_value  # type: ignore[attr-defined]
+    def store_now(self, obj: Job) -> str:
+        return display.when(obj.store_now_value)  # type: ignore[attr-defined]
 
     @admin.display(description="run at (due)")
     def due(self, obj: Job) -> str:
-        return f"{obj.run_at:%Y-%m-%d %H:%M:%S.%f} UTC ({display.relative(obj.run_at, obj.store_now_value, 'due in {}', 'due {} ago')})"  # type: ignore[attr-defined]
+        return f"{display.when(obj.run_at, precise=True)} ({display.relative(obj.run_at, obj.store_now_value, 'due in {}', 'due {} ago')})"  # type: ignore[attr-defined]
+
+    @admin.display(description="enqueued at")
+    def enqueued(self, obj: Job) -> str:
+        return display.when(obj.enqueued_at)
+
+    @admin.display(description="started at")
+    def started(self, obj: Job) -> str:
+        return display.when(obj.started_at)
+
+    @admin.display(description="attempted at")
+    def attempted(self, obj: Job) -> str:
+        return display.when(obj.attempted_at)
+
+    @admin.display(description="finalized at")
+    def finalized(self, obj: Job) -> str:
+        return display.when(obj.finalized_at)
 
     @admin.display(description="expires at (retention)")
     def expires(self, obj: Job) -> str:
         if obj.expires_at is None:
             return "—"
-        return f"{obj.expires_at:%Y-%m-%d %H:%M:%S} UTC ({display.relative(obj.expires_at, obj.store_now_value, 'deleted in {}', 'due for eviction {} ago')})"  # type: ignore[attr-defined]
+        return f"{display.when(obj.expires_at)} ({display.relative(obj.expires_at, obj.store_now_value, 'deleted in {}', 'due for eviction {} ago')})"  # type: ignore[attr-defined]
 
     @admin.display(description="lease expires")
     def lease_expires(self, obj: Job) -> str:
         if obj.lease_expires_at is None:
             return "—"
         rel = display.relative(obj.lease_expires_at, obj.store_now_value, "in {}", "EXPIRED {} ago: awaiting reclaim")  # type: ignore[attr-defined]
-        return f"{obj.lease_expires_at:%Y-%m-%d %H:%M:%S} UTC ({rel})"
+        return f"{display.when(obj.lease_expires_at)} ({rel})"
 
     @admin.display(description="progress")
     def progress(self, obj: Job) -> str:
@@ -139,7 +156,7 @@ class JobAdmin(ReadOnlyAdmin):
         if found is None:
             return "—"
         total = f"/{found.total}" if found.total is not None else ""
-        return f"{found.current}{total} {found.message} (attempt {found.attempt}, fence {found.fence}, at {found.at:%H:%M:%S})"
+        return f"{found.current}{total} {found.message} (attempt {found.attempt}, fence {found.fence}, at {display.when(found.at)})"
 
     # -- the detail page --------------------------------------------------------------
     def change_view(self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None) -> Any:

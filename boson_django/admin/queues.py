@@ -1,4 +1,4 @@
-"""Queues: pause and resume, through the services."""
+"""Queues: pause, resume and delete (an idle queue only), through the services."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ from django.urls import path, reverse
 from django.views.decorators.http import require_POST
 
 from boson_django import services
-from boson_django.admin import display
-from boson_django.admin.base import ReadOnlyAdmin, has_perm
+from boson_django.admin import audit, display
+from boson_django.admin.base import DeletedByService, has_perm
 from boson_django.models import Queue
 
 
-class QueueAdmin(ReadOnlyAdmin):
+class QueueAdmin(DeletedByService):
     list_display = ("name", "status", "paused_at", "jobs")
     actions = ("pause_selected", "resume_selected")
     fields = ("name", "status", "paused_at", "jobs")
@@ -34,6 +34,19 @@ class QueueAdmin(ReadOnlyAdmin):
 
         return format_html('<a href="{}">jobs in this queue</a>', display.changelist_url("job", queue=obj.name))
 
+    def delete_row(self, pk: str) -> bool:
+        return services.delete_queue(pk)
+
+    def get_deleted_objects(self, objs: Any, request: HttpRequest) -> tuple[Any, Any, Any, list[str]]:
+        """Django's confirmation page, with each queue the service would keep listed as
+        protected (which stops the deletion there and says why)."""
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        for queue in objs:
+            reason = services.reason_to_keep_queue(queue.name)
+            if reason is not None:
+                protected = [*protected, f"Queue {queue.name}: kept, {reason}"]
+        return deleted, counts, perms_needed, protected
+
     def has_operate_queue_permission(self, request: HttpRequest) -> bool:
         return has_perm(request, "operate_queue")
 
@@ -41,6 +54,7 @@ class QueueAdmin(ReadOnlyAdmin):
         names = list(queryset.values_list("name", flat=True))
         for name in names:
             service(name)
+        audit.record(request, Queue, names, verb.capitalize())
         self.message_user(request, f"{len(names)} {verb}", messages.SUCCESS)
 
     @admin.action(description="Pause selected queues", permissions=["operate_queue"])
@@ -71,6 +85,7 @@ class QueueAdmin(ReadOnlyAdmin):
         if not Queue.objects.filter(name=name).exists():
             raise Http404("no such queue")
         (services.pause_queue if op == "pause" else services.resume_queue)(name)
+        audit.record(request, Queue, [name], f"{op.capitalize()}d")
         self.message_user(request, f"Queue {name} {op}d", messages.SUCCESS)
         return HttpResponseRedirect(reverse("admin:boson_django_queue_change", args=[object_id]))
 

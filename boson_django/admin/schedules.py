@@ -14,7 +14,7 @@ from django.urls import path, reverse
 from django.views.decorators.http import require_POST
 
 from boson_django import clock
-from boson_django.admin import display
+from boson_django.admin import audit, display
 from boson_django.admin.base import ReadOnlyAdmin, has_perm, own_transactions
 from boson_django.errors import InvalidEnvelope
 from boson_django.models import Job, Schedule
@@ -64,7 +64,7 @@ class ScheduleAdmin(ReadOnlyAdmin):
     def next_run(self, obj: Schedule) -> str:
         if not (obj.enabled and obj.declared) or obj.next_run_at is None:
             return "—"
-        return f"{obj.next_run_at:%Y-%m-%d %H:%M:%S} UTC ({display.relative(obj.next_run_at, obj.store_now)})"  # type: ignore[attr-defined]
+        return f"{display.when(obj.next_run_at)} ({display.relative(obj.next_run_at, obj.store_now)})"  # type: ignore[attr-defined]
 
     @admin.display(description="last run", ordering="last_run_at")
     def last_run(self, obj: Schedule) -> str:
@@ -87,9 +87,13 @@ class ScheduleAdmin(ReadOnlyAdmin):
         done = 0
         for name in names:
             try:
-                done += bool(_apply(op, name))
+                result = _apply(op, name)
             except InvalidEnvelope as exc:
                 self.message_user(request, f"Schedule {name}: nothing enqueued: {exc}", messages.ERROR)
+                continue
+            if result:
+                done += 1
+                audit.record(request, Schedule, [name], _logged(op, result))
         verb = {"enable": "enabled", "disable": "disabled", "run_now": "enqueued"}[op]
         self.message_user(request, f"{done} {verb}" + (f", {len(names) - done} unchanged" if done < len(names) else ""),
                           messages.SUCCESS)
@@ -128,9 +132,16 @@ class ScheduleAdmin(ReadOnlyAdmin):
         except InvalidEnvelope as exc:
             self.message_user(request, f"Schedule {name}: nothing enqueued: {exc}", messages.ERROR)
             return HttpResponseRedirect(reverse("admin:boson_django_schedule_change", args=[object_id]))
+        if result:
+            audit.record(request, Schedule, [name], _logged(op, result))
         text = f"Schedule {name}: " + (f"enqueued job {result}" if op == "run_now" else f"{op}d" if result else f"already {op}d")
         self.message_user(request, text, messages.SUCCESS)
         return HttpResponseRedirect(reverse("admin:boson_django_schedule_change", args=[object_id]))
+
+
+def _logged(op: str, result: Any) -> str:
+    """A schedule operation's entry in the admin history."""
+    return f"Ran now: enqueued job {result}" if op == "run_now" else f"{op.capitalize()}d"
 
 
 def _apply(op: str, name: str) -> Any:

@@ -123,6 +123,22 @@ def set_rate_limit(
     return bucket
 
 
+@_db.store_transaction
+def delete_rate_limit(name: str, *, using: str | None = None) -> bool:
+    """Delete a rate class's bucket: the class is unlimited again, as a class that was
+    never configured is. ``False`` when it had none. Idempotent.
+
+    Nothing keeps buckets in memory: every admission that meets a job of a rate class
+    reads (and locks) its bucket, so the next one admits the class unlimited. An
+    admission holding the bucket's lock finishes first. A running job's charge is not
+    refunded anywhere (there is no bucket to refund); ``set_rate_limit`` later makes a
+    fresh, full bucket.
+    """
+    validation.name(name, "name")
+    deleted, _ = Bucket.objects.using(using).filter(name=name).delete()
+    return deleted > 0
+
+
 def bucket_tokens(name: str, *, using: str | None = None) -> float | None:
     """Tokens a bucket holds now on the store clock (read-only; None if unconfigured)."""
     bucket: Any = Bucket.objects.using(_db.alias(using)).filter(name=name).first()

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from boson_django import conf, registry, validation
+from boson_django.errors import UnregisteredTaskWarning
 from boson_django.models import TaskConfig
 from boson_django.services._db import store_transaction
 
@@ -67,6 +69,8 @@ def set_task_config(task: str, *, using: str | None = None, **fields: Any) -> Ta
     """Write (create or update) the TaskConfig row; ``None`` clears a field back to code defaults.
 
     Idempotent. Applies to jobs enqueued afterwards: a job's policy is fixed at enqueue.
+    A name no registered task has is written all the same, with an
+    ``UnregisteredTaskWarning`` naming the closest registered task.
     """
     validation.name(task, "task", max_len=255)
     values = _validated(fields)
@@ -74,4 +78,37 @@ def set_task_config(task: str, *, using: str | None = None, **fields: Any) -> Ta
     for key, value in values.items():
         setattr(row, key, value)
     row.save(using=using)
+    warn_if_unregistered(task)
     return row
+
+
+@store_transaction
+def delete_task_config(task: str, *, using: str | None = None) -> bool:
+    """Delete the task's TaskConfig row, so it falls back to its ``@task`` code defaults
+    (then ``BOSON`` settings). ``False`` when it had none. Idempotent.
+
+    Nothing keeps the row in memory: an enqueue reads the row (or, on PostgreSQL's
+    one-statement path, checks it is still absent) and an admission locks the rows that
+    cap ``max_active``, so the next of each sees the deletion. Jobs already enqueued keep
+    the policy they were enqueued with; ``max_active``, read at admission, stops capping
+    at once. An admission holding the row's lock finishes first.
+    """
+    validation.name(task, "task", max_len=255)
+    deleted, _ = TaskConfig.objects.using(using).filter(task=task).delete()
+    return deleted > 0
+
+
+def warn_if_unregistered(task: str) -> None:
+    """Warn (``UnregisteredTaskWarning``) when no registered task has this name: the row is
+    kept, since a config may come before the deploy of its task, but a typo would
+    otherwise configure nothing without a word. The warning points at the caller."""
+    if registry.is_registered(task):
+        return
+    close = registry.closest(task)
+    hint = f" Did you mean {close!r}?" if close else ""
+    warnings.warn(
+        f"no task named {task!r} is registered: its config applies once one is deployed, "
+        f"and a misspelt name applies to nothing.{hint}",
+        UnregisteredTaskWarning,
+        stacklevel=4,  # this function, set_task_config, its transaction wrapper, the caller
+    )

@@ -1,4 +1,4 @@
-"""Operator controls: cancel, retry, release from quarantine, pause and resume queues.
+"""Operator controls over jobs: cancel, retry, release from quarantine (queues: ``queues``).
 
 Each job control takes many ids (an admin bulk action hands over thousands) and works
 through them :data:`CHUNK` at a time, one transaction per chunk, each job locked and
@@ -18,7 +18,7 @@ from django.db import IntegrityError, transaction
 
 from boson_django import clock, transitions, validation
 from boson_django.errors import UnknownJob
-from boson_django.models import Job, QuarantinedFingerprint, Queue
+from boson_django.models import Job, QuarantinedFingerprint
 from boson_django.services import _db, acks, buckets, history, wakeups
 from boson_django.states import Event, JobState, allows
 
@@ -304,19 +304,3 @@ def _write(jobs: list[Job], fields: Sequence[str], using: str) -> None:
         groups.setdefault(tuple(getattr(job, name) for name in fields), []).append(job.id)
     for values, ids in groups.items():
         Job.objects.using(using).filter(id__in=ids).update(**dict(zip(fields, values)))
-
-
-@_db.store_transaction
-def pause_queue(name: str, *, using: str | None = None) -> None:
-    """Stop admitting from this queue (running jobs go on). Idempotent."""
-    validation.name(name, "name")
-    now = clock.now(using)
-    Queue.objects.using(using).update_or_create(name=name, defaults={"paused": True, "paused_at": now})
-
-
-@_db.store_transaction
-def resume_queue(name: str, *, using: str | None = None) -> None:
-    """Admit from this queue again, and wake idle workers for its waiting jobs. Idempotent."""
-    validation.name(name, "name")
-    Queue.objects.using(using).update_or_create(name=name, defaults={"paused": False, "paused_at": None})
-    wakeups.notify_at_commit([name], using)

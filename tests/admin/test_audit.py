@@ -40,3 +40,11 @@ def test_a_release_logs_the_job_released(superuser_client, store):
 def test_a_refused_action_logs_nothing(superuser_client, store):
     superuser_client.post(reverse("admin:boson_django_job_op", args=[quote(store.completed), "cancel"]))
     assert _entries() == []
+
+
+def test_queue_pause_and_resume_log_each_queue(superuser_client, store):
+    url = reverse("admin:boson_django_queue_changelist")
+    superuser_client.post(url, {"action": "pause_selected", "index": 0, "_selected_action": ["q-failed", "q-available"]})
+    superuser_client.post(reverse("admin:boson_django_queue_op", args=["q-failed", "resume"]))
+    assert _entries() == sorted([("root", "q-failed", "Paused", CHANGE), ("root", "q-available", "Paused", CHANGE),
+                                 ("root", "q-failed", "Resumed", CHANGE)])

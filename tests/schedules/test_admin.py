@@ -114,3 +114,16 @@ def test_run_now_of_a_schedule_whose_task_is_gone_is_refused_with_a_message(admi
     assert "not a registered task" in response.content.decode()
     assert not Job.objects.exists()
     assert Schedule.objects.get(name="nightly").last_job_id in (None, "")
+
+
+def test_schedule_operations_write_the_admin_history(admin_client, declared):
+    from django.contrib.admin.models import LogEntry
+
+    sync_schedules()
+    admin_client.post(reverse("admin:boson_django_schedule_op", args=["nightly", "disable"]))
+    admin_client.post(reverse("admin:boson_django_schedule_op", args=["nightly", "disable"]))  # already: no entry
+    admin_client.post(reverse(CHANGELIST), {"action": "run_now_selected", "_selected_action": ["nightly"]})
+    (job,) = Job.objects.filter(meta__schedule="nightly")
+    assert list(LogEntry.objects.order_by("id").values_list("object_id", "change_message")) == [
+        ("nightly", "Disabled"), ("nightly", f"Ran now: enqueued job {job.id}"),
+    ]

@@ -1,0 +1,84 @@
+"""Every time the admin shows is in the active time zone and names it: the job page, the
+dashboard, the bulk confirmation, the charts and the schedules list agree with Django's
+own fields whatever ``TIME_ZONE`` is."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import override_settings
+from django.urls import reverse
+from django.utils import timezone
+
+from boson_django.admin import dashboard, display
+from tests.admin.conftest import make_job
+from tests.factories import ADD
+
+NEW_YORK = override_settings(TIME_ZONE="America/New_York")
+#: The frozen store clock's 2030-01-01T00:00Z, in New York.
+EVENING = "2029-12-31 19:00:00 EST"
+
+
+def _job_page(client, job_id: str) -> str:
+    return client.get(reverse("admin:boson_django_job_change", args=[job_id])).content.decode()
+
+
+def test_a_time_is_shown_in_the_active_zone_and_named_by_it(store_clock):
+    at = store_clock.now()
+    assert display.when(at) == "2030-01-01 00:00:00 UTC"
+    with NEW_YORK:
+        assert display.when(at) == EVENING
+        assert display.when(at, precise=True) == "2029-12-31 19:00:00.000000 EST"
+        with timezone.override("Asia/Kolkata"):  # a zone a middleware activated for this request
+            assert display.when(at) == "2030-01-01 05:30:00 IST"
+    assert display.when(None) == "—"
+
+
+@NEW_YORK
+def test_the_job_page_shows_every_time_in_the_active_zone(superuser_client, store_clock):
+    job_id = make_job("retryable", queue="mail", clock=store_clock)
+    page = _job_page(superuser_client, job_id)
+    assert "UTC" not in page
+    assert f"<div class=\"readonly\">{EVENING}</div>" in page  # store time now, enqueued, started...
+    assert "2029-12-31 19:00:" in page and "EST (due in" in page  # the backoff's due time
+    assert f"<td>{EVENING}</td>" in page  # the attempts table
+
+
+@NEW_YORK
+def test_a_running_jobs_lease_and_progress_are_in_the_active_zone(superuser_client, store_clock):
+    from boson_django import services
+
+    job_id = make_job("running", queue="mail", clock=store_clock)
+    lease = services.LeaseRef(job_id, 1)
+    services.write_progress(lease, 1, 2, "half")
+    page = _job_page(superuser_client, job_id)
+    assert "UTC" not in page
+    assert f"half (attempt 1, fence 1, at {EVENING})" in page
+    assert "2029-12-31 19:00:30 EST (in 30s)" in page  # the lease's expiry
+
+
+@NEW_YORK
+def test_the_dashboard_names_the_zone_of_its_store_time_and_charts(superuser_client, store_clock):
+    page = superuser_client.get(reverse("admin:boson_django_dashboard_changelist")).content.decode()
+    assert f"Store time {EVENING}." in page and "UTC" not in page
+    hour_chart = dashboard.charts_context(store_clock.now())["charts"][0]
+    assert hour_chart.x_ticks[0][1] == "18:01"  # 23:01 UTC, the hour's first minute
+
+
+@NEW_YORK
+def test_the_bulk_confirmation_names_the_zone_of_its_snapshot(superuser_client, store_clock):
+    job_id = make_job("failed", queue="mail", clock=store_clock)
+    data = {"action": "retry_selected", "index": 0, "select_across": 1, "_selected_action": [job_id],
+            "snapshot": store_clock.now().isoformat()}
+    page = superuser_client.post(reverse("admin:boson_django_job_changelist"), data).content.decode()
+    assert f"(enqueued by {EVENING}, store time)" in page
+
+
+@pytest.fixture
+def nightly(settings, store_clock):
+    settings.BOSON = {**settings.BOSON, "SCHEDULES": {"nightly": {"task": ADD, "cron": "0 3 * * *", "args": [1, 2]}}}
+
+
+@NEW_YORK
+def test_the_schedule_list_shows_the_next_run_in_the_active_zone(superuser_client, nightly):
+    page = superuser_client.get(reverse("admin:boson_django_schedule_changelist")).content.decode()
+    assert "2029-12-31 22:00:00 EST (in 3h 00m)" in page, "03:00 UTC is 22:00 in New York"
