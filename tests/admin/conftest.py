@@ -16,10 +16,11 @@ from tests.factories import ADD, admit_one, enqueue_one
 VIEW_MODELS = ("job", "run", "queue", "bucket", "duty", "taskconfig", "quarantinedfingerprint")
 
 
-def _staff(username: str, codenames: list[str]) -> User:
+def staff_client(username: str, codenames: list[str]) -> Client:
+    """A logged-in staff user holding only these boson permissions (codenames)."""
     user = User.objects.create_user(username, password="pw", is_staff=True)
     user.user_permissions.set(Permission.objects.filter(content_type__app_label="boson_django", codename__in=codenames))
-    return user
+    return _client(user)
 
 
 def _client(user: User) -> Client:
@@ -36,13 +37,13 @@ def superuser_client(db) -> Client:
 @pytest.fixture
 def viewer_client(db) -> Client:
     """Staff with only the view permissions of boson's models."""
-    return _client(_staff("viewer", [f"view_{m}" for m in VIEW_MODELS]))
+    return staff_client("viewer", [f"view_{m}" for m in VIEW_MODELS])
 
 
 @pytest.fixture
 def operator_client(db) -> Client:
     """Can view, retry and cancel jobs; cannot release quarantine, operate queues or tune limits."""
-    return _client(_staff("operator", [f"view_{m}" for m in VIEW_MODELS] + ["operate_job"]))
+    return staff_client("operator", [f"view_{m}" for m in VIEW_MODELS] + ["operate_job"])
 
 
 @dataclass

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.admin.utils import quote
-from django.contrib.auth.models import Permission, User
 from django.contrib.messages import get_messages
-from django.test import Client
 from django.urls import reverse
 
 from boson_django import services
 from boson_django.models import Bucket, Queue, TaskConfig
+from tests.admin.conftest import staff_client
 from tests.factories import ADD, SEND_MAIL, enqueue_one
 
 pytestmark = pytest.mark.django_db
@@ -32,14 +31,6 @@ def _calls(monkeypatch, name: str) -> list[str]:
     real = getattr(services, name)
     monkeypatch.setattr(services, name, lambda pk, **kw: called.append(pk) or real(pk, **kw))
     return called
-
-
-def _staff_client(codenames: list[str]) -> Client:
-    user = User.objects.create_user("deleter", password="pw", is_staff=True)
-    user.user_permissions.set(Permission.objects.filter(content_type__app_label="boson_django", codename__in=codenames))
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def test_deleting_a_task_config_goes_through_the_service(superuser_client, store_clock, monkeypatch):
@@ -122,7 +113,7 @@ def test_deleting_needs_the_delete_permission(viewer_client, store_clock, model,
     assert "delete_selected" not in changelist
     _delete_selected(viewer_client, model, [pk])
     assert TaskConfig.objects.exists() and Bucket.objects.exists() and Queue.objects.exists()
-    deleter = _staff_client([f"view_{model}", f"delete_{model}"])
+    deleter = staff_client("deleter", [f"view_{model}", f"delete_{model}"])
     assert "delete_selected" in deleter.get(reverse(f"admin:boson_django_{model}_changelist")).content.decode()
     assert deleter.post(_delete_url(model, pk), {"post": "yes"}).status_code == 302
     model_class = {"taskconfig": TaskConfig, "bucket": Bucket, "queue": Queue}[model]

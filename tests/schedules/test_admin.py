@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth.models import Permission, User
-from django.test import Client
+from django.contrib.auth.models import User
 from django.urls import reverse
 
 from boson_django.models import Job, Schedule
 from boson_django.schedules import scheduler, sync_schedules
+from tests.admin.conftest import staff_client
 from tests.factories import ADD
 
 CHANGELIST = "admin:boson_django_schedule_changelist"
@@ -20,14 +20,6 @@ def declared(settings, store_clock):
         "nightly": {"task": ADD, "cron": "0 3 * * *", "timezone": "Europe/Paris", "args": [1, 2]},
     }}
     return store_clock
-
-
-def _client(codenames: list[str]) -> Client:
-    user = User.objects.create_user("staff", password="pw", is_staff=True)
-    user.user_permissions.set(Permission.objects.filter(content_type__app_label="boson_django", codename__in=codenames))
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def test_the_changelist_shows_declared_schedules_with_next_and_last_run(admin_client, declared):
@@ -65,7 +57,7 @@ def test_disable_and_enable_buttons(admin_client, declared):
 
 
 def test_a_viewer_sees_schedules_but_cannot_operate_them(declared):
-    viewer = _client(["view_schedule"])
+    viewer = staff_client("staff", ["view_schedule"])
     assert viewer.get(reverse(CHANGELIST)).status_code == 200
     page = viewer.get(reverse("admin:boson_django_schedule_change", args=["nightly"])).content.decode()
     assert "Run now" not in page
@@ -76,7 +68,7 @@ def test_a_viewer_sees_schedules_but_cannot_operate_them(declared):
 
 def _client_get_status(codenames: list[str], name: str) -> int:
     User.objects.filter(username="staff").delete()
-    return _client(codenames).get(reverse(name)).status_code
+    return staff_client("staff", codenames).get(reverse(name)).status_code
 
 
 def test_the_buttons_work_for_a_name_the_admin_escapes(admin_client, settings, store_clock):
@@ -96,7 +88,7 @@ def test_the_buttons_work_for_a_name_the_admin_escapes(admin_client, settings, s
 
 def test_a_user_without_the_view_permission_writes_nothing_by_opening_the_list(declared):
     """The list syncs the declared schedules (a write) only for those allowed to see it."""
-    assert _client(["view_job"]).get(reverse(CHANGELIST)).status_code == 403
+    assert staff_client("staff", ["view_job"]).get(reverse(CHANGELIST)).status_code == 403
     assert not Schedule.objects.exists()
 
 
