@@ -8,6 +8,7 @@ from django.urls import reverse
 
 from boson_django import services
 from boson_django.admin import actions
+from boson_django.errors import UnregisteredTaskWarning
 from tests.admin.conftest import make_job
 from tests.factories import state_of
 
@@ -171,15 +172,18 @@ def test_task_config_form_validates_like_the_service(superuser_client, db):
 
 
 def test_a_task_config_for_an_unknown_task_is_saved_with_a_warning(superuser_client, db):
-    """Configuring a task before it is deployed is allowed; a misspelt name is pointed out."""
+    """Configuring a task before it is deployed is allowed; a misspelt name is pointed out
+    (to the operator, and to the server's log by the service's warning)."""
     url = reverse("admin:boson_django_taskconfig_add")
-    response = superuser_client.post(url, {"task": "tests.testapp.tasks.nop", "max_active": 4}, follow=True)
+    with pytest.warns(UnregisteredTaskWarning, match="tests.testapp.tasks.noop"):
+        response = superuser_client.post(url, {"task": "tests.testapp.tasks.nop", "max_active": 4}, follow=True)
     (said,) = [m for m in _messages(response) if "No task named" in m]
     assert "No task named <code>tests.testapp.tasks.nop</code> is registered" in said
     assert "Did you mean <code>tests.testapp.tasks.noop</code>?" in said
     response = superuser_client.post(url, {"task": "tests.testapp.tasks.add", "max_active": 4}, follow=True)
     assert not [m for m in _messages(response) if "No task named" in m]
-    response = superuser_client.post(url, {"task": "<b>x</b>", "max_active": 4}, follow=True)
+    with pytest.warns(UnregisteredTaskWarning):
+        response = superuser_client.post(url, {"task": "<b>x</b>", "max_active": 4}, follow=True)
     (said,) = [m for m in _messages(response) if "No task named" in m]
     assert "<code>&lt;b&gt;x&lt;/b&gt;</code>" in said and "<b>" not in said
     from boson_django.models import TaskConfig
