@@ -35,6 +35,20 @@ class UnknownJob(StoreError, LookupError):
     """A job id that the store does not hold."""
 
 
+class ControlInterrupted(StoreError):
+    """A control over many jobs stopped at a database error (a lock timeout, a deadlock, a
+    dropped connection). The chunks before it committed -- unless the call ran inside
+    your own transaction, which the error leaves broken -- and ``result`` (a
+    ``services.Controlled``) says what they did; the failing chunk changed nothing, and
+    ``not_reached`` lists the ids it and the later chunks held. ``__cause__`` is the
+    database error."""
+
+    def __init__(self, result: object, not_reached: list[str], cause: BaseException):
+        self.result = result
+        self.not_reached = not_reached
+        super().__init__(f"stopped with {len(not_reached)} jobs not reached: {cause}")
+
+
 class JobCancelled(StoreError):
     """An operator cancelled the job (shown as the error of a cancelled job)."""
 

@@ -26,8 +26,9 @@ from django.utils.dateparse import parse_datetime
 from boson_django import clock, services
 from boson_django.admin import audit
 from boson_django.admin.paginator import capped_count, count_label
+from boson_django.errors import ControlInterrupted
 from boson_django.models import Job, Run
-from boson_django.states import Event, allows
+from boson_django.states import Event, allows, from_states
 
 #: The most jobs one submission of a bulk action touches; the rest wait for the next one.
 BULK_LIMIT = 10_000
@@ -61,7 +62,7 @@ class Op:
 
 
 RETRY = Op(Event.RETRY, services.retry_jobs, "retried", "not failed or cancelled", finalized_by, "Retried")
-CANCEL = Op(Event.CANCEL, services.cancel_jobs, "cancelled", "already finished", untouched_since, "Cancelled")
+CANCEL = Op(Event.CANCEL, services.cancel_jobs, "cancelled", "already finished or quarantined", untouched_since, "Cancelled")
 RELEASE = Op(Event.RELEASE_QUARANTINE, services.release_jobs, "released", "not quarantined", untouched_since,
              "Released from quarantine, with the copies parked under its fingerprint")
 
@@ -72,10 +73,14 @@ class Tally:
     done: int = 0
     copies: int = 0  # released with the selected jobs: parked under the same fingerprint
     skipped: int = 0
+    skipped_capped: bool = False  # more were skipped than counted (an "all matching" run)
     key_held: int = 0  # retry refused: a newer live job holds the unique key
     raced: int = 0
     changed: int = 0  # left alone: their state changed after the page was shown
+    gone: int = 0  # selected, but no longer in the list they were selected from
     left: int = 0  # beyond BULK_LIMIT, untouched
+    not_reached: int = 0  # after a database error stopped the run
+    error: str = ""
     ids: list[str] = field(default_factory=list)  # the jobs changed, of those asked for
 
     def count(self, result: services.Controlled) -> None:
@@ -88,28 +93,36 @@ class Tally:
     def message(self) -> str:
         parts = [self._done()]
         if self.skipped:
-            parts.append(f"{self.skipped} skipped: {self.op.refused}")
+            parts.append(f"{count_label(self.skipped, self.skipped_capped)} skipped: {self.op.refused}")
         if self.key_held:
-            parts.append(f"{self.key_held} skipped: a live job holds its unique key")
+            parts.append(f"{self.key_held:,} skipped: a live job holds its unique key")
         if self.raced:
-            parts.append(f"{self.raced} raced (changed or deleted meanwhile)")
+            parts.append(f"{self.raced:,} raced (changed or deleted meanwhile)")
         if self.changed:
-            parts.append(f"{self.changed} left alone: changed after the page was shown")
+            parts.append(f"{self.changed:,} left alone: changed after the page was shown")
+        if self.gone:
+            parts.append(f"{self.gone:,} no longer in this list")
+        if self.not_reached:
+            parts.append(f"then a database error stopped it ({self.error}): {self.not_reached:,} not reached, run it again")
         if self.left:
             parts.append(f"stopped at {BULK_LIMIT:,}: run it again for the rest")
         return ", ".join(parts)
 
     def _done(self) -> str:
         if not self.copies:
-            return f"{self.done} {self.op.done}"
-        return f"{self.done + self.copies} {self.op.done} ({self.done} selected, {self.copies} parked copies)"
+            return f"{self.done:,} {self.op.done}"
+        copies = "parked copy" if self.copies == 1 else "parked copies"
+        return f"{self.done + self.copies:,} {self.op.done} ({self.done:,} selected, {self.copies:,} {copies})"
 
     def level(self) -> int:
-        return messages.SUCCESS if self.done and not (self.raced or self.key_held or self.changed) else messages.WARNING
+        if self.not_reached:
+            return messages.ERROR
+        return messages.SUCCESS if self.done and not (self.raced or self.key_held or self.changed or self.gone) else messages.WARNING
 
 
 def apply(op: Op, rows: Iterable[tuple[str, str]]) -> Tally:
-    """Call ``op`` on the (id, state) rows the transition table allows, all at once."""
+    """Call ``op`` on the (id, state) rows the transition table allows, all at once. A
+    database error partway is reported with what the chunks before it did."""
     tally = Tally(op)
     allowed = []
     for job_id, state in rows:
@@ -118,7 +131,11 @@ def apply(op: Op, rows: Iterable[tuple[str, str]]) -> Tally:
         else:
             tally.skipped += 1
     if allowed:
-        tally.count(op.service(allowed))
+        try:
+            tally.count(op.service(allowed))
+        except ControlInterrupted as exc:
+            tally.count(exc.result)  # type: ignore[arg-type]
+            tally.not_reached, tally.error = len(exc.not_reached), str(exc.__cause__)
     return tally
 
 
@@ -158,18 +175,26 @@ def run_job_action(modeladmin: Any, request: HttpRequest, queryset: QuerySet, op
     """The body of every job action: explicit selection at once, "all matching" after a
     confirm; either leaves alone the jobs that changed after the page's snapshot time."""
     snapshot = snapshot_of(request)
-    if request.POST.get("select_across") == "1":
+    across = request.POST.get("select_across") == "1"
+    if across:
         if snapshot is None:
             modeladmin.message_user(request, "The page's snapshot time is missing or unreadable; reload and try again.", messages.ERROR)
             return None
         queryset = queryset.filter(enqueued_at__lte=snapshot)
         if request.POST.get("boson_confirm") != "yes":
             return confirm_page(modeladmin, request, queryset, verb, snapshot)
-    rows = list(_with_settled(queryset, op, snapshot).order_by("id").values_list("id", "state", "settled")[: BULK_LIMIT + 1])
-    current = [(job_id, state) for job_id, state, settled in rows[:BULK_LIMIT] if settled or not allows(state, op.event)]
+    states = [state.value for state in from_states(op.event)]
+    # Only jobs the action can move count towards the limit: a run capped by jobs it
+    # skips would stop at the same skipped jobs every time it is submitted again.
+    rows = list(_with_settled(queryset.filter(state__in=states), op, snapshot)
+                .order_by("id").values_list("id", "state", "settled")[: BULK_LIMIT + 1])
+    skipped = capped_count(queryset.exclude(state__in=states), BULK_LIMIT)  # counted before any moves
+    gone = 0 if across else len(set(request.POST.getlist(helpers.ACTION_CHECKBOX_NAME))) - queryset.count()
+    current = [(job_id, state) for job_id, state, settled in rows[:BULK_LIMIT] if settled]
     tally = apply(op, current)
     tally.changed = min(len(rows), BULK_LIMIT) - len(current)
-    tally.left = max(0, len(rows) - BULK_LIMIT)
+    tally.skipped, tally.skipped_capped = skipped
+    tally.gone, tally.left = gone, max(0, len(rows) - BULK_LIMIT)
     report(modeladmin, request, tally)
     return None
 
@@ -192,7 +217,7 @@ def confirm_page(modeladmin: Any, request: HttpRequest, queryset: QuerySet, verb
         "verb": verb,
         "count": count_label(n, capped),
         "capped": capped,
-        "bulk_limit": BULK_LIMIT,
+        "bulk_limit_label": f"{BULK_LIMIT:,}",
         "snapshot": snapshot,
         "action": request.POST.get("action", ""),
         "selected": request.POST.getlist(helpers.ACTION_CHECKBOX_NAME),

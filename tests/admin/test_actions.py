@@ -35,7 +35,7 @@ def test_retry_selected_retries_failed_and_skips_the_rest(superuser_client, stor
 
 def test_cancel_selected_cancels_live_jobs(superuser_client, store):
     response = _post_action(superuser_client, "cancel_selected", [store.available, store.running, store.scheduled, store.completed])
-    assert _messages(response) == ["3 cancelled, 1 skipped: already finished"]
+    assert _messages(response) == ["3 cancelled, 1 skipped: already finished or quarantined"]
     assert {state_of(j) for j in (store.available, store.running, store.scheduled)} == {"cancelled"}
 
 
@@ -118,7 +118,7 @@ def test_per_job_buttons_call_the_service(superuser_client, store, op, state, af
 
 def test_a_per_job_button_on_the_wrong_state_reports_a_skip(superuser_client, store):
     response = superuser_client.post(reverse("admin:boson_django_job_op", args=[store.completed, "cancel"]), follow=True)
-    assert _messages(response) == ["0 cancelled, 1 skipped: already finished"]
+    assert _messages(response) == ["0 cancelled, 1 skipped: already finished or quarantined"]
 
 
 def test_per_job_urls_refuse_get(superuser_client, store):
@@ -334,3 +334,34 @@ def test_with_a_snapshot_a_job_in_a_refused_state_is_skipped_not_left_alone(supe
     shown_at = store_clock.now().isoformat()
     response = _post_action(superuser_client, "retry_selected", [store.failed, store.running, store.completed], snapshot=shown_at)
     assert _messages(response) == ["1 retried, 2 skipped: not failed or cancelled"]
+
+
+def test_the_bulk_limit_counts_only_jobs_the_action_can_move(superuser_client, store_clock, monkeypatch):
+    """On a list mixing states, a limit counting skipped jobs stopped each run again at
+    the same skipped jobs: the rest were never reached."""
+    monkeypatch.setattr(actions, "BULK_LIMIT", 2)
+    finished = [make_job("completed", queue="mixed", clock=store_clock) for _ in range(3)]
+    waiting = [make_job("available", queue="mixed", clock=store_clock) for _ in range(3)]
+    store_clock.advance(1000)
+    data = {"action": "cancel_selected", "index": 0, "select_across": 1, "_selected_action": ["x"],
+            "snapshot": store_clock.now().isoformat(), "boson_confirm": "yes"}
+    url = reverse(CHANGELIST) + "?queue=mixed"
+    first = _messages(superuser_client.post(url, data, follow=True))
+    assert first == ["2 cancelled, 2+ skipped: already finished or quarantined, stopped at 2: run it again for the rest"]
+    second = _messages(superuser_client.post(url, data, follow=True))
+    assert second == ["1 cancelled, 2+ skipped: already finished or quarantined"]
+    assert {state_of(j) for j in waiting} == {"cancelled"} and {state_of(j) for j in finished} == {"completed"}
+
+
+def test_selected_jobs_gone_from_a_triage_list_are_counted(superuser_client, store):
+    """The Failed list shows failed jobs only: a resubmitted retry finds none of them."""
+    url = reverse("admin:boson_django_failedjob_changelist")
+    data = {"action": "retry_selected", "index": 0, "_selected_action": [store.failed]}
+    assert _messages(superuser_client.post(url, data, follow=True)) == ["1 retried"]
+    assert _messages(superuser_client.post(url, data, follow=True)) == ["0 retried, 1 no longer in this list"]
+
+
+def test_copies_are_counted_in_the_singular_and_big_counts_with_separators():
+    tally = actions.Tally(actions.RELEASE, done=1, copies=1)
+    assert tally.message() == "2 released (1 selected, 1 parked copy)"
+    assert actions.Tally(actions.CANCEL, done=12_000).message() == "12,000 cancelled"

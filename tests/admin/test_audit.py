@@ -48,3 +48,16 @@ def test_queue_pause_and_resume_log_each_queue(superuser_client, store):
     superuser_client.post(reverse("admin:boson_django_queue_op", args=["q-failed", "resume"]))
     assert _entries() == sorted([("root", "q-failed", "Paused", CHANGE), ("root", "q-available", "Paused", CHANGE),
                                  ("root", "q-failed", "Resumed", CHANGE)])
+
+
+def test_a_fingerprint_release_logs_the_job_that_reached_the_crash_limit(superuser_client, store):
+    """Not whichever parked copy a query returned last."""
+    from boson_django.models import QuarantinedFingerprint
+    from tests.factories import ADD, enqueue_one
+
+    copies = [enqueue_one(ADD, queue="q-quarantined", args=[1, 2]) for _ in range(2)]
+    fp = QuarantinedFingerprint.objects.get()
+    assert fp.job_id == store.quarantined and {state_of(c) for c in copies} == {"quarantined"}
+    superuser_client.post(reverse("admin:boson_django_quarantinedfingerprint_changelist"),
+                          {"action": "release_selected", "index": 0, "_selected_action": [fp.pk]})
+    assert [job_id for _, job_id, _, _ in _entries()] == [store.quarantined]

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from django.contrib.auth.models import User
 from django.db import connection
 from django.test import Client
@@ -70,3 +72,49 @@ def test_bulk_cancel_under_atomic_requests_racing_weight_corrected_acks(live_clo
     assert counts["completed"] == acked
     problems = services.find_problems()
     assert not problems, [str(p) for p in problems]
+
+
+@pytest.mark.postgres
+def test_a_bulk_cancel_stopped_by_a_lock_timeout_reports_and_logs_what_committed(live_clock, monkeypatch):
+    """Each chunk commits on its own: an error in a later one must not hide the earlier
+    ones (it answered 500 with 2 chunks applied, no message and no history)."""
+    from django.contrib.admin.models import LogEntry
+    from django.contrib.messages import get_messages
+
+    services.pause_queue("held")
+    ids = sorted(r.id for r in services.enqueue([envelope(NOOP, queue="held") for _ in range(5)]))
+    monkeypatch.setattr(control, "CHUNK", 2)
+    locked, done = threading.Event(), threading.Event()
+
+    def hold_the_fourth() -> None:
+        from django.db import transaction
+
+        try:
+            with transaction.atomic():
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT id FROM boson_job WHERE id = %s FOR UPDATE", [ids[3]])
+                locked.set()
+                done.wait(30)
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=hold_the_fourth)
+    holder.start()
+    try:
+        assert locked.wait(30)
+        client = Client()
+        client.force_login(User.objects.create_superuser("root", password="pw"))
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '200ms'")
+        data = {"action": "cancel_selected", "index": 0, "_selected_action": ids}
+        response = client.post(reverse("admin:boson_django_job_changelist"), data, follow=True)
+    finally:
+        done.set()
+        holder.join(30)
+        with connection.cursor() as cursor:
+            cursor.execute("RESET lock_timeout")
+    (said,) = [str(m) for m in get_messages(response.wsgi_request)]
+    assert said.startswith("2 cancelled, then a database error stopped it (") and said.endswith(
+        "3 not reached, run it again"), said
+    assert [services.job_state(i)[1] for i in ids] == ["cancelled"] * 2 + ["available"] * 3
+    assert sorted(LogEntry.objects.values_list("object_id", flat=True)) == ids[:2]
