@@ -52,10 +52,11 @@ class QueueAdmin(DeletedByService):
 
     def _each(self, request: HttpRequest, queryset: Any, service: Any, verb: str) -> None:
         names = list(queryset.values_list("name", flat=True))
-        for name in names:
-            service(name)
-        audit.record(request, Queue, names, verb.capitalize())
-        self.message_user(request, f"{len(names)} {verb}", messages.SUCCESS)
+        changed = [name for name in names if service(name)]
+        audit.record(request, Queue, changed, verb.capitalize())
+        unchanged = len(names) - len(changed)
+        self.message_user(request, f"{len(changed)} {verb}" + (f", {unchanged} already {verb}" if unchanged else ""),
+                          messages.SUCCESS if changed else messages.WARNING)
 
     @admin.action(description="Pause selected queues", permissions=["operate_queue"])
     def pause_selected(self, request: HttpRequest, queryset: Any) -> None:
@@ -68,10 +69,9 @@ class QueueAdmin(DeletedByService):
     def change_view(self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None) -> Any:
         buttons = []
         if has_perm(request, "operate_queue"):
-            buttons = [
-                {"op": op, "label": op.capitalize(), "url": reverse("admin:boson_django_queue_op", args=[object_id, op])}
-                for op in ("pause", "resume")
-            ]
+            paused = Queue.objects.filter(name=unquote(object_id)).values_list("paused", flat=True).first()
+            op = "resume" if paused else "pause"  # the one the queue's state allows
+            buttons = [{"op": op, "label": op.capitalize(), "url": reverse("admin:boson_django_queue_op", args=[object_id, op])}]
         return super().change_view(request, object_id, form_url, {**(extra_context or {}), "queue_buttons": buttons})
 
     def get_urls(self) -> list[Any]:
@@ -84,9 +84,11 @@ class QueueAdmin(DeletedByService):
         name = unquote(object_id)  # the admin's URL form of the name (``_`` is ``_5F``)
         if not Queue.objects.filter(name=name).exists():
             raise Http404("no such queue")
-        (services.pause_queue if op == "pause" else services.resume_queue)(name)
-        audit.record(request, Queue, [name], f"{op.capitalize()}d")
-        self.message_user(request, f"Queue {name} {op}d", messages.SUCCESS)
+        if (services.pause_queue if op == "pause" else services.resume_queue)(name):
+            audit.record(request, Queue, [name], f"{op.capitalize()}d")
+            self.message_user(request, f"Queue {name} {op}d", messages.SUCCESS)
+        else:
+            self.message_user(request, f"Queue {name} already {op}d", messages.WARNING)
         return HttpResponseRedirect(reverse("admin:boson_django_queue_change", args=[object_id]))
 
 

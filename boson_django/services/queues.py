@@ -8,8 +8,9 @@ from boson_django.services import _db, wakeups
 
 
 @_db.store_transaction
-def pause_queue(name: str, *, using: str | None = None) -> None:
-    """Stop admitting from this queue (running jobs go on). Idempotent.
+def pause_queue(name: str, *, using: str | None = None) -> bool:
+    """Stop admitting from this queue (running jobs go on). ``True`` if this call paused
+    it, ``False`` if it was paused already. Idempotent.
 
     Locks the queue's row. Pausing a paused queue changes nothing: ``paused_at`` keeps
     the first pause, so an operator sees how long the queue has been held, not when
@@ -20,17 +21,26 @@ def pause_queue(name: str, *, using: str | None = None) -> None:
     queue, created = Queue.objects.using(using).select_for_update().get_or_create(
         name=name, defaults={"paused": True, "paused_at": now}
     )
-    if not created and not queue.paused:
-        queue.paused, queue.paused_at = True, now
-        queue.save(using=using, update_fields=["paused", "paused_at"])
+    if created:
+        return True
+    if queue.paused:
+        return False
+    queue.paused, queue.paused_at = True, now
+    queue.save(using=using, update_fields=["paused", "paused_at"])
+    return True
 
 
 @_db.store_transaction
-def resume_queue(name: str, *, using: str | None = None) -> None:
-    """Admit from this queue again, and wake idle workers for its waiting jobs. Idempotent."""
+def resume_queue(name: str, *, using: str | None = None) -> bool:
+    """Admit from this queue again, and wake idle workers for its waiting jobs. ``True``
+    if this call resumed it, ``False`` if it was not paused. Idempotent."""
     validation.name(name, "name")
-    Queue.objects.using(using).update_or_create(name=name, defaults={"paused": False, "paused_at": None})
+    resumed = Queue.objects.using(using).filter(name=name, paused=True).update(paused=False, paused_at=None)
+    if not resumed:
+        Queue.objects.using(using).get_or_create(name=name)
+        return False
     wakeups.notify_at_commit([name], using)
+    return True
 
 
 def reason_to_keep_queue(name: str, *, using: str | None = None) -> str | None:

@@ -61,3 +61,27 @@ def test_a_fingerprint_release_logs_the_job_that_reached_the_crash_limit(superus
     superuser_client.post(reverse("admin:boson_django_quarantinedfingerprint_changelist"),
                           {"action": "release_selected", "index": 0, "_selected_action": [fp.pk]})
     assert [job_id for _, job_id, _, _ in _entries()] == [store.quarantined]
+
+
+def test_pausing_a_paused_queue_says_so_and_logs_nothing(superuser_client, store):
+    from boson_django import services
+
+    assert services.pause_queue("q-failed") is True and services.pause_queue("q-failed") is False
+    url = reverse("admin:boson_django_queue_changelist")
+    response = superuser_client.post(url, {"action": "pause_selected", "index": 0,
+                                           "_selected_action": ["q-failed", "q-available"]}, follow=True)
+    assert [str(m) for m in response.context["messages"]] == ["1 paused, 1 already paused"]
+    response = superuser_client.post(reverse("admin:boson_django_queue_op", args=["q-failed", "pause"]), follow=True)
+    assert [str(m) for m in response.context["messages"]] == ["Queue q-failed already paused"]
+    assert _entries() == [("root", "q-available", "Paused", CHANGE)]
+
+
+def test_a_queue_page_offers_the_one_operation_its_state_allows(superuser_client, store):
+    from boson_django import services
+
+    page = superuser_client.get(reverse("admin:boson_django_queue_change", args=["q-failed"])).content.decode()
+    assert "/op/pause/" in page and "/op/resume/" not in page
+    services.pause_queue("q-failed")
+    page = superuser_client.get(reverse("admin:boson_django_queue_change", args=["q-failed"])).content.decode()
+    assert "/op/resume/" in page and "/op/pause/" not in page
+    assert services.resume_queue("q-failed") is True and services.resume_queue("q-failed") is False
