@@ -116,3 +116,24 @@ def test_serve_listens_on_the_address_given():
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_metrics_port_in_use_or_a_bad_address_is_a_clear_error(db):
+    from django.core.management.base import CommandError
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(CommandError, match=f"--metrics-port {port} --metrics-addr 127.0.0.1: cannot listen there"):
+            call_command("boson_worker", "--burst", "--metrics-port", str(port), "--metrics-addr", "127.0.0.1", verbosity=0)
+    with pytest.raises(CommandError, match="--metrics-addr no-such-host.invalid: cannot listen there"):
+        call_command("boson_worker", "--burst", "--metrics-port", str(port), "--metrics-addr", "no-such-host.invalid", verbosity=0)
+
+
+def test_a_metrics_address_without_a_port_is_a_usage_error(db):
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="--metrics-addr needs --metrics-port") as raised:
+        call_command("boson_worker", "--burst", "--metrics-addr", "127.0.0.1", verbosity=0)
+    assert raised.value.returncode == 2

@@ -6,7 +6,7 @@ import argparse
 import logging
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from boson_django.management.store import checked_alias
 from boson_django.worker import Worker, WorkerOptions
@@ -29,16 +29,13 @@ class Command(BaseCommand):
         parser.add_argument("--database", help="Database alias of the store (default BOSON['DATABASE']).")
         parser.add_argument("--metrics-port", type=_positive,
                             help="Serve Prometheus metrics on this port (needs the 'metrics' extra).")
-        parser.add_argument("--metrics-addr", default="0.0.0.0",
+        parser.add_argument("--metrics-addr",
                             help="Address the metrics port listens on (default 0.0.0.0, every interface; "
                                  "127.0.0.1 keeps it to this machine).")
 
     def handle(self, *args: Any, **options: Any) -> None:
         _log_to_stderr(options["verbosity"])
-        if options["metrics_port"]:
-            from boson_django.metrics import serve
-
-            serve(options["metrics_port"], options["metrics_addr"])
+        _serve_metrics(options["metrics_port"], options["metrics_addr"])
         using = checked_alias(options["database"])
         grace = options["grace_seconds"]
         worker = Worker(WorkerOptions(
@@ -53,6 +50,21 @@ class Command(BaseCommand):
             using=using,
         ))
         worker.run()
+
+
+def _serve_metrics(port: int | None, addr: str | None) -> None:
+    """Start the metrics server, or stop with an error naming the option: a port another
+    worker holds ended in a traceback, and under ``Restart=always`` in a crash loop."""
+    if port is None:
+        if addr is not None:
+            raise CommandError("--metrics-addr needs --metrics-port", returncode=2)
+        return
+    from boson_django.metrics import serve
+
+    try:
+        serve(port, addr or "0.0.0.0")
+    except OSError as exc:
+        raise CommandError(f"--metrics-port {port} --metrics-addr {addr or '0.0.0.0'}: cannot listen there: {exc}") from exc
 
 
 def _log_to_stderr(verbosity: int) -> None:
