@@ -107,6 +107,17 @@ def names() -> list[str]:
 
 
 def closest(name: str) -> str | None:
-    """The registered task name most like ``name`` (a likely typo's fix), or None."""
-    found = difflib.get_close_matches(name, names(), n=1)
+    """The registered task name most like ``name`` (a likely typo's fix), or None.
+
+    Judged by the function's name first: every task of a project shares most of its
+    module path, so comparing whole names suggested ``app.tasks.crash`` for
+    ``app.tasks.future_task``, and nothing for a bare ``slow`` (``app.tasks.slow``)."""
+    registered = names()
+    tails = difflib.get_close_matches(_tail(name), sorted({_tail(each) for each in registered}), n=3)
+    candidates = [each for each in registered if _tail(each) in tails]
+    found = difflib.get_close_matches(name, candidates, n=1, cutoff=0)
     return found[0] if found else None
+
+
+def _tail(name: str) -> str:
+    return name.rsplit(".", 1)[-1]

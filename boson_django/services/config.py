@@ -64,21 +64,28 @@ def _validated(fields: dict[str, Any]) -> dict[str, Any]:
     return {key: checks[key](value) for key, value in fields.items()}
 
 
-@store_transaction
 def set_task_config(task: str, *, using: str | None = None, **fields: Any) -> TaskConfig:
     """Write (create or update) the TaskConfig row; ``None`` clears a field back to code defaults.
 
     Idempotent. Applies to jobs enqueued afterwards: a job's policy is fixed at enqueue.
     A name no registered task has is written all the same, with an
-    ``UnregisteredTaskWarning`` naming the closest registered task.
+    ``UnregisteredTaskWarning`` naming the closest registered task. The warning comes
+    after the write has committed (or joined your transaction), so a warning filter that
+    turns it into an error (``-W error``) does not undo the write.
     """
+    row = _write_task_config(task, using=using, **fields)
+    warn_if_unregistered(task)
+    return row
+
+
+@store_transaction
+def _write_task_config(task: str, *, using: str | None = None, **fields: Any) -> TaskConfig:
     validation.name(task, "task", max_len=255)
     values = _validated(fields)
     row, _ = TaskConfig.objects.using(using).get_or_create(task=task)
     for key, value in values.items():
         setattr(row, key, value)
     row.save(using=using)
-    warn_if_unregistered(task)
     return row
 
 
@@ -110,5 +117,5 @@ def warn_if_unregistered(task: str) -> None:
         f"no task named {task!r} is registered: its config applies once one is deployed, "
         f"and a misspelt name applies to nothing.{hint}",
         UnregisteredTaskWarning,
-        stacklevel=4,  # this function, set_task_config, its transaction wrapper, the caller
+        stacklevel=3,  # this function, set_task_config, the caller
     )

@@ -28,6 +28,26 @@ def test_a_config_for_a_name_like_no_task_warns_without_a_suggestion(db):
     assert "Did you mean" not in str(caught[0].message)
 
 
+@pytest.mark.parametrize(("typed", "meant"), [
+    ("send_mail", "tests.testapp.tasks.send_mail"),  # the bare function name
+    ("tests.testap.tasks.noop", "tests.testapp.tasks.noop"),  # a typo in the module
+    ("tests.testapp.tasks.future_task", None),  # shares only the module path with the tasks
+])
+def test_the_suggestion_is_judged_by_the_function_name(db, typed, meant):
+    with pytest.warns(UnregisteredTaskWarning) as caught:
+        services.set_task_config(typed, max_active=2)
+    said = str(caught[0].message)
+    assert (f"Did you mean {meant!r}?" in said) if meant else ("Did you mean" not in said), said
+
+
+def test_a_warning_turned_into_an_error_does_not_undo_the_write(db):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnregisteredTaskWarning)
+        with pytest.raises(UnregisteredTaskWarning):
+            services.set_task_config("billing.tasks.charge_card", max_active=2)
+    assert TaskConfig.objects.get(task="billing.tasks.charge_card").max_active == 2
+
+
 def test_a_config_for_a_registered_task_does_not_warn(db):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
