@@ -340,3 +340,29 @@ def test_a_hot_statement_inside_the_callers_transaction_plans_as_alone_and_leave
     (ran,) = [text for text in notices if marker in text]
     assert "Seq Scan on boson_job" not in ran and "Seq Scan on boson_run" not in ran, ran
     assert after == callers == ("on", "on", "auto")  # the caller's settings, before and after
+
+
+def _cap_probes(queue: str, limit: int) -> tuple[int, int]:
+    """Jobs one claim of ``queue`` took, and the index scans of the task caps it made."""
+
+    def scans() -> int:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT idx_scan FROM pg_stat_xact_user_tables WHERE relname = 'boson_task_config'")
+            return cursor.fetchone()[0]
+
+    with transaction.atomic():
+        before = scans()
+        units = services.admit("w1", [queue], limit)
+        return len(units), scans() - before
+
+
+def test_the_claim_probes_each_candidates_task_cap_only_when_some_task_has_one(live_clock):
+    """The claim judges each candidate as its walk meets it, below the row locks: for the
+    rows other admitters hold and it skips too. With no task capped it makes no probe per
+    row; with one capped it probes each candidate, and jobs of uncapped tasks stay free."""
+    services.enqueue([envelope(NOOP, queue="caps") for _ in range(20)])
+    taken, probes = _cap_probes("caps", 5)
+    assert taken == 5 and probes <= 1, probes
+    services.set_task_config(ADD, max_active=1)
+    taken, probes = _cap_probes("caps", 5)
+    assert taken == 5 and probes >= 5, probes
