@@ -91,22 +91,17 @@ class Tally:
         self.raced += len(result.refused) + len(result.unknown)
 
     def message(self) -> str:
-        parts = [self._done()]
-        if self.skipped:
-            parts.append(f"{count_label(self.skipped, self.skipped_capped)} skipped: {self.op.refused}")
-        if self.key_held:
-            parts.append(f"{self.key_held:,} skipped: a live job holds its unique key")
-        if self.raced:
-            parts.append(f"{self.raced:,} raced (changed or deleted meanwhile)")
-        if self.changed:
-            parts.append(f"{self.changed:,} left alone: changed after the page was shown")
-        if self.gone:
-            parts.append(f"{self.gone:,} no longer in this list")
-        if self.not_reached:
-            parts.append(f"then a database error stopped it ({self.error}): {self.not_reached:,} not reached, run it again")
-        if self.left:
-            parts.append(f"stopped at {BULK_LIMIT:,}: run it again for the rest")
-        return ", ".join(parts)
+        """One part per kind of fate, in this order, each only when some job had it."""
+        parts = [
+            (self.skipped, f"{count_label(self.skipped, self.skipped_capped)} skipped: {self.op.refused}"),
+            (self.key_held, f"{self.key_held:,} skipped: a live job holds its unique key"),
+            (self.raced, f"{self.raced:,} raced (changed or deleted meanwhile)"),
+            (self.changed, f"{self.changed:,} left alone: changed after the page was shown"),
+            (self.gone, f"{self.gone:,} no longer in this list"),
+            (self.not_reached, f"then a database error stopped it ({self.error}): {self.not_reached:,} not reached, run it again"),
+            (self.left, f"stopped at {BULK_LIMIT:,}: run it again for the rest"),
+        ]
+        return ", ".join([self._done(), *(text for count, text in parts if count)])
 
     def _done(self) -> str:
         if not self.copies:
