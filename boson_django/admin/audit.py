@@ -18,8 +18,10 @@ from django.http import HttpRequest
 BATCH = 500
 
 
-def record(request: HttpRequest, model: type[models.Model], object_ids: Iterable[str], message: str) -> None:
-    """One CHANGE entry per object the operator changed, saying how.
+def record(
+    request: HttpRequest, model: type[models.Model], object_ids: Iterable[str], message: str, *, action_flag: int = CHANGE
+) -> None:
+    """One entry per object the operator changed (or deleted: ``DELETION``), saying how.
 
     Built from the ids alone, without loading the rows (a job's payload can be large):
     the entry names the object by its id.
@@ -28,6 +30,6 @@ def record(request: HttpRequest, model: type[models.Model], object_ids: Iterable
     content_type = ContentType.objects.get_for_model(model)
     LogEntry.objects.bulk_create([
         LogEntry(user_id=user_id, content_type=content_type, object_id=str(object_id),
-                 object_repr=str(object_id)[:200], action_flag=CHANGE, change_message=message)
+                 object_repr=str(object_id)[:200], action_flag=action_flag, change_message=message)
         for object_id in object_ids
     ], batch_size=BATCH)

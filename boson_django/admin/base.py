@@ -6,9 +6,11 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from django.contrib import admin, messages
+from django.contrib.admin.models import DELETION
 from django.db import connections, transaction
 from django.http import HttpRequest, HttpResponse
 
+from boson_django.admin import audit
 from boson_django.admin.paginator import CappedPaginator
 
 APP = "boson_django"
@@ -78,13 +80,20 @@ class DeletedByService(ReadOnlyAdmin):
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return has_perm(request, f"delete_{self.opts.model_name}")
 
+    def log_deletions(self, request: HttpRequest, queryset: Any) -> None:
+        """Django logs a deletion before making it; these rows are logged once their
+        service has deleted them (:meth:`_deleted`), so a row the service kept (it
+        changed after the confirmation) leaves no "Deleted" entry behind."""
+
     def delete_model(self, request: HttpRequest, obj: Any) -> None:
-        self._report_kept(request, [] if self.delete_row(obj.pk) else [obj.pk])
+        self._deleted(request, [obj.pk])
 
     def delete_queryset(self, request: HttpRequest, queryset: Any) -> None:
-        kept = [pk for pk in queryset.values_list("pk", flat=True) if not self.delete_row(pk)]
-        self._report_kept(request, kept)
+        self._deleted(request, list(queryset.values_list("pk", flat=True)))
 
-    def _report_kept(self, request: HttpRequest, kept: list[str]) -> None:
+    def _deleted(self, request: HttpRequest, pks: list[str]) -> None:
+        deleted = [pk for pk in pks if self.delete_row(pk)]
+        audit.record(request, self.model, deleted, "", action_flag=DELETION)
+        kept = [pk for pk in pks if pk not in deleted]
         if kept:
             self.message_user(request, f"Not deleted (changed meanwhile): {', '.join(map(str, kept))}", messages.WARNING)

@@ -4,6 +4,7 @@ Django's delete permissions; a queue only when it is idle."""
 from __future__ import annotations
 
 import pytest
+from django.contrib.admin.models import DELETION, LogEntry
 from django.contrib.admin.utils import quote
 from django.contrib.messages import get_messages
 from django.urls import reverse
@@ -101,6 +102,13 @@ def test_a_queue_that_got_a_job_after_the_confirmation_is_kept_with_a_warning(su
     response = _delete_selected(superuser_client, "queue", ["lane"])
     assert any("Not deleted (changed meanwhile): lane" in str(m) for m in get_messages(response.wsgi_request))
     assert Queue.objects.filter(name="lane").exists()
+    assert not LogEntry.objects.exists(), "no 'Deleted' entry for a row the service kept"
+
+
+def test_a_deletion_is_logged_once_made(superuser_client, store_clock):
+    services.set_rate_limit("smtp", 1, 60_000)
+    superuser_client.post(_delete_url("bucket", "smtp"), {"post": "yes"})
+    assert list(LogEntry.objects.values_list("object_id", "action_flag", "user__username")) == [("smtp", DELETION, "root")]
 
 
 @pytest.mark.parametrize("model, pk", [("taskconfig", ADD), ("bucket", "smtp"), ("queue", "old_lane")])
