@@ -37,11 +37,11 @@ class UnknownJob(StoreError, LookupError):
 
 class ControlInterrupted(StoreError):
     """A control over many jobs stopped at a database error (a lock timeout, a deadlock, a
-    dropped connection). The chunks before it committed -- unless the call ran inside
-    your own transaction, which the error leaves broken -- and ``result`` (a
+    dropped connection). The chunks before it committed, and ``result`` (a
     ``services.Controlled``) says what they did; the failing chunk changed nothing, and
     ``not_reached`` lists the ids it and the later chunks held. ``__cause__`` is the
-    database error."""
+    database error. Called inside your own transaction, each chunk was a savepoint: the
+    earlier chunks are still pending in that transaction and commit or roll back with it."""
 
     def __init__(self, result: object, not_reached: list[str], cause: BaseException):
         self.result = result

@@ -1,7 +1,9 @@
 """The service layer: the only code that changes a job's state.
 
 Every function here is one short transaction on the ``using`` database alias (default
-``BOSON["DATABASE"]``), joining the caller's transaction when one is open.
+``BOSON["DATABASE"]``), joining the caller's transaction when one is open. The
+many-id controls (``cancel_jobs``, ``retry_jobs``, ``release_jobs``) are the exception
+by design: one short transaction per chunk of ``control.CHUNK`` jobs.
 """
 
 from boson_django.services.ack_batch import AckReply, AckRequest, ack_many

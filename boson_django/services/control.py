@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import DatabaseError, IntegrityError, transaction
+from django.db.models import Count
 
 from boson_django import clock, transitions, validation
 from boson_django.errors import ControlInterrupted, UnknownJob
@@ -244,7 +245,7 @@ def release_jobs(job_ids: Iterable[str], *, using: str | None = None) -> Control
     already (and calling that a lost race)."""
     ids = _checked(job_ids)
     fingerprints = _fingerprints_of(ids, using)
-    chunks = _by_fingerprint([i for i in ids if i in fingerprints], fingerprints)
+    chunks = _by_fingerprint([i for i in ids if i in fingerprints], fingerprints, _parked_counts(fingerprints, using))
     return _each_chunk([(chunk, [i for group in chunk.values() for i in group]) for chunk in chunks],
                        _release_chunk, using, Controlled(unknown=[i for i in ids if i not in fingerprints]))
 
@@ -257,9 +258,22 @@ def _fingerprints_of(job_ids: Sequence[str], using: str | None) -> dict[str, str
     return found
 
 
-def _by_fingerprint(job_ids: list[str], fingerprints: dict[str, str]) -> list[dict[str, list[str]]]:
-    """The ids grouped by fingerprint, in chunks of about :data:`CHUNK` ids (a fingerprint
-    is never split)."""
+def _parked_counts(fingerprints: dict[str, str], using: str | None) -> dict[str, int]:
+    """How many jobs each fingerprint holds quarantined: what releasing it locks and writes."""
+    distinct = sorted(set(fingerprints.values()))
+    counts: dict[str, int] = {}
+    for start in range(0, len(distinct), CHUNK):
+        counts.update(Job.objects.using(_db.alias(using))
+                      .filter(fingerprint__in=distinct[start : start + CHUNK], state=JobState.QUARANTINED.value)
+                      .values("fingerprint").annotate(n=Count("id")).values_list("fingerprint", "n"))
+    return counts
+
+
+def _by_fingerprint(job_ids: list[str], fingerprints: dict[str, str], parked: dict[str, int]) -> list[dict[str, list[str]]]:
+    """The ids grouped by fingerprint, in chunks of about :data:`CHUNK` jobs released (a
+    fingerprint is never split). A chunk is sized by the jobs it frees, not the ids asked
+    for: 500 fingerprints with 200 parked copies each were 100,000 row locks in one
+    transaction."""
     groups: dict[str, list[str]] = {}
     for job_id in job_ids:
         groups.setdefault(fingerprints[job_id], []).append(job_id)
@@ -270,7 +284,7 @@ def _by_fingerprint(job_ids: list[str], fingerprints: dict[str, str]) -> list[di
             chunks.append({})
             size = 0
         chunks[-1][fingerprint] = ids
-        size += len(ids)
+        size += max(len(ids), parked.get(fingerprint, 0))
     return chunks
 
 
@@ -284,16 +298,21 @@ def _release_chunk(asked: dict[str, list[str]], *, using: str | None = None) -> 
         fingerprint__in=list(asked), state=JobState.QUARANTINED.value
     ).order_by("id"))
     parked_ids = {job.id for job in parked}
-    result = Controlled()
+    result = _not_parked([i for ids in asked.values() for i in ids if i not in parked_ids], using)
     for ids in asked.values():
         result.done += [i for i in ids if i in parked_ids]
-        result.refused += [i for i in ids if i not in parked_ids]
     freed = {fingerprint for fingerprint, ids in asked.items() if parked_ids.intersection(ids)}
     released = [job for job in parked if job.fingerprint in freed]
     holders.filter(fingerprint__in=freed).delete()
     _make_released(released, clock.now(using), using)
     result.also = len(released) - len(result.done)
     return result
+
+
+def _not_parked(job_ids: list[str], using: str) -> Controlled:
+    """Asked-for jobs found not quarantined: refused, or unknown if evicted meanwhile."""
+    present = set(Job.objects.using(using).filter(id__in=job_ids).values_list("id", flat=True))
+    return Controlled(refused=[i for i in job_ids if i in present], unknown=[i for i in job_ids if i not in present])
 
 
 def _make_released(jobs: list[Job], now: datetime, using: str) -> None:

@@ -10,15 +10,17 @@ transaction, locking a chunk's jobs (in id order, as an ack batch does) before a
 from __future__ import annotations
 
 import threading
+from contextlib import contextmanager
 
 import pytest
 
 from django.contrib.auth.models import User
-from django.db import connection
+from django.db import connection, transaction
 from django.test import Client
 from django.urls import reverse
 
 from boson_django import services
+from boson_django.errors import ControlInterrupted
 from boson_django.services import AckRequest, Outcome, control
 from tests.concurrency.support import run_threads
 from tests.factories import NOOP, envelope
@@ -74,6 +76,41 @@ def test_bulk_cancel_under_atomic_requests_racing_weight_corrected_acks(live_clo
     assert not problems, [str(p) for p in problems]
 
 
+@contextmanager
+def _row_locked_elsewhere(job_id: str):
+    """Hold ``job_id``'s row lock from another connection, with this one's lock_timeout short."""
+    locked, done = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        try:
+            with transaction.atomic():
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT id FROM boson_job WHERE id = %s FOR UPDATE", [job_id])
+                locked.set()
+                done.wait(30)
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert locked.wait(30)
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '200ms'")
+        yield
+    finally:
+        done.set()
+        holder.join(30)
+        with connection.cursor() as cursor:
+            cursor.execute("RESET lock_timeout")
+
+
+def _five_held_jobs(monkeypatch) -> list[str]:
+    services.pause_queue("held")
+    monkeypatch.setattr(control, "CHUNK", 2)
+    return sorted(r.id for r in services.enqueue([envelope(NOOP, queue="held") for _ in range(5)]))
+
+
 @pytest.mark.postgres
 def test_a_bulk_cancel_stopped_by_a_lock_timeout_reports_and_logs_what_committed(live_clock, monkeypatch):
     """Each chunk commits on its own: an error in a later one must not hide the earlier
@@ -81,40 +118,30 @@ def test_a_bulk_cancel_stopped_by_a_lock_timeout_reports_and_logs_what_committed
     from django.contrib.admin.models import LogEntry
     from django.contrib.messages import get_messages
 
-    services.pause_queue("held")
-    ids = sorted(r.id for r in services.enqueue([envelope(NOOP, queue="held") for _ in range(5)]))
-    monkeypatch.setattr(control, "CHUNK", 2)
-    locked, done = threading.Event(), threading.Event()
-
-    def hold_the_fourth() -> None:
-        from django.db import transaction
-
-        try:
-            with transaction.atomic():
-                with connection.cursor() as cursor:
-                    cursor.execute("SELECT id FROM boson_job WHERE id = %s FOR UPDATE", [ids[3]])
-                locked.set()
-                done.wait(30)
-        finally:
-            connection.close()
-
-    holder = threading.Thread(target=hold_the_fourth)
-    holder.start()
-    try:
-        assert locked.wait(30)
-        client = Client()
-        client.force_login(User.objects.create_superuser("root", password="pw"))
-        with connection.cursor() as cursor:
-            cursor.execute("SET lock_timeout = '200ms'")
+    ids = _five_held_jobs(monkeypatch)
+    client = Client()
+    client.force_login(User.objects.create_superuser("root", password="pw"))
+    with _row_locked_elsewhere(ids[3]):
         data = {"action": "cancel_selected", "index": 0, "_selected_action": ids}
         response = client.post(reverse("admin:boson_django_job_changelist"), data, follow=True)
-    finally:
-        done.set()
-        holder.join(30)
-        with connection.cursor() as cursor:
-            cursor.execute("RESET lock_timeout")
     (said,) = [str(m) for m in get_messages(response.wsgi_request)]
     assert said.startswith("2 cancelled, then a database error stopped it (") and said.endswith(
         "3 not reached, run it again"), said
     assert [services.job_state(i)[1] for i in ids] == ["cancelled"] * 2 + ["available"] * 3
     assert sorted(LogEntry.objects.values_list("object_id", flat=True)) == ids[:2]
+
+
+@pytest.mark.postgres
+def test_inside_a_callers_transaction_an_interrupted_control_leaves_it_usable(live_clock, monkeypatch):
+    """Each chunk is a savepoint there: the error rolls back only its own chunk, the earlier
+    ones stay pending and go with the caller's transaction (here rolled back)."""
+    ids = _five_held_jobs(monkeypatch)
+    with _row_locked_elsewhere(ids[3]):
+        with pytest.raises(RuntimeError, match="caller rolls back"):
+            with transaction.atomic():
+                with pytest.raises(ControlInterrupted) as stopped:
+                    services.cancel_jobs(ids)
+                assert (stopped.value.result.done, stopped.value.not_reached) == (ids[:2], ids[2:])
+                assert [services.job_state(i)[1] for i in ids] == ["cancelled"] * 2 + ["available"] * 3
+                raise RuntimeError("caller rolls back")
+    assert [services.job_state(i)[1] for i in ids] == ["available"] * 5

@@ -4,9 +4,10 @@ jobs per transaction, and the one-id controls as the same code applied to one id
 from __future__ import annotations
 
 import pytest
+from django.db import connection
 
 from boson_django import services
-from boson_django.models import Run
+from boson_django.models import Job, Run
 from boson_django.services import Outcome, control
 from tests.factories import ADD, admit_one, enqueue_one, state_of
 
@@ -55,16 +56,53 @@ def test_releasing_a_job_and_its_copies_together_counts_each_once(store_clock, m
     assert (sorted(result.done), result.also, result.refused) == (sorted([parked[1], first]), 1, [])
 
 
-def test_many_jobs_go_a_chunk_per_transaction(store_clock, monkeypatch):
+def test_many_jobs_go_a_chunk_per_transaction(live_clock, monkeypatch):
+    """Each chunk commits on its own: outside any atomic block when it starts and ends."""
     monkeypatch.setattr(control, "CHUNK", 2)
     ids = [_failed() for _ in range(5)]
-    commits = []
+    chunks, outside = [], []
     real = control._retry_chunk
-    monkeypatch.setattr(control, "_retry_chunk", lambda chunk, using=None: commits.append(list(chunk)) or real(chunk, using=using))
+
+    def counted(chunk, using=None):
+        outside.append(not connection.in_atomic_block)
+        chunks.append(list(chunk))
+        result = real(chunk, using=using)
+        outside.append(not connection.in_atomic_block)
+        return result
+
+    monkeypatch.setattr(control, "_retry_chunk", counted)
     result = services.retry_jobs(ids)
     assert result.done == ids
-    assert [len(c) for c in commits] == [2, 2, 1]
+    assert [len(c) for c in chunks] == [2, 2, 1]
+    assert outside == [True] * 6
     assert Run.objects.filter(job_id__in=ids, outcome="retried").count() == 5
+
+
+def test_a_release_chunk_is_sized_by_the_jobs_it_frees(store_clock, monkeypatch):
+    """Two fingerprints of three quarantined jobs each are two chunks of three, not one
+    chunk of two ids (a chunk of ids could lock any number of parked copies)."""
+    monkeypatch.setattr(control, "CHUNK", 3)
+    first, _ = _quarantined_with_copies(store_clock, copies=2, args=(1, 2))
+    second, _ = _quarantined_with_copies(store_clock, copies=2, args=(3, 4))
+    chunks = []
+    real = control._release_chunk
+    monkeypatch.setattr(control, "_release_chunk", lambda asked, using=None: chunks.append(dict(asked)) or real(asked, using=using))
+    result = services.release_jobs([first, second])
+    assert (sorted(result.done), result.also) == (sorted([first, second]), 4)
+    assert [len(c) for c in chunks] == [1, 1]
+
+
+def test_a_job_evicted_before_its_release_chunk_is_reported_unknown(store_clock, monkeypatch):
+    first, _ = _quarantined_with_copies(store_clock, copies=1)
+    real = control._release_chunk
+
+    def evicted_first(asked, using=None):
+        Job.objects.filter(id=first).delete()
+        return real(asked, using=using)
+
+    monkeypatch.setattr(control, "_release_chunk", evicted_first)
+    result = services.release_jobs([first])
+    assert (result.done, result.refused, result.unknown) == ([], [], [first])
 
 
 def test_a_repeated_id_is_controlled_once(store_clock):
