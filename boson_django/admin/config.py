@@ -9,13 +9,12 @@ from django import forms
 from django.contrib import admin, messages
 from django.db.models import DateTimeField, Value
 from django.http import HttpRequest
-from django.utils.html import format_html
 
-from boson_django import clock, registry, services, validation
+from boson_django import clock, services, validation
 from boson_django.admin import actions, display
 from boson_django.admin.base import DeletedByService, ReadOnlyAdmin, has_perm
 from boson_django.models import Duty, Job, QuarantinedFingerprint, TaskConfig
-from boson_django.services.config import POLICY_FIELDS, _validated
+from boson_django.services.config import POLICY_FIELDS, _validated, unregistered_hint
 from boson_django.states import JobState
 
 
@@ -57,14 +56,13 @@ class TaskConfigAdmin(DeletedByService):
         return True  # already gone is deleted too
 
     def save_model(self, request: HttpRequest, obj: TaskConfig, form: Any, change: bool) -> None:
-        services.set_task_config(obj.task, **{k: form.cleaned_data.get(k) for k in POLICY_FIELDS})
-        if not registry.is_registered(obj.task):
-            close = registry.closest(obj.task)
-            messages.warning(request, format_html(
-                "No task named <code>{}</code> is registered here: this configuration applies once one "
-                "is deployed, and a misspelt name applies to nothing.{}",
-                obj.task, format_html(" Did you mean <code>{}</code>?", close) if close else "",
-            ))
+        """The operator is told of a name no task has here, here (not by a Python warning,
+        which ``-W error`` would raise inside the change form's transaction, undoing the save)."""
+        fields = {k: form.cleaned_data.get(k) for k in POLICY_FIELDS}
+        services.set_task_config(obj.task, warn_unregistered=False, **fields)
+        hint = unregistered_hint(obj.task)
+        if hint:
+            messages.warning(request, hint)
 
 
 class DutyAdmin(ReadOnlyAdmin):

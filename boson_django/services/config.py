@@ -64,17 +64,21 @@ def _validated(fields: dict[str, Any]) -> dict[str, Any]:
     return {key: checks[key](value) for key, value in fields.items()}
 
 
-def set_task_config(task: str, *, using: str | None = None, **fields: Any) -> TaskConfig:
+def set_task_config(task: str, *, using: str | None = None, warn_unregistered: bool = True, **fields: Any) -> TaskConfig:
     """Write (create or update) the TaskConfig row; ``None`` clears a field back to code defaults.
 
     Idempotent. Applies to jobs enqueued afterwards: a job's policy is fixed at enqueue.
     A name no registered task has is written all the same, with an
     ``UnregisteredTaskWarning`` naming the closest registered task. The warning comes
     after the write has committed (or joined your transaction), so a warning filter that
-    turns it into an error (``-W error``) does not undo the write.
+    turns it into an error (``-W error``) does not undo the write. A caller that tells
+    its user itself (the admin shows :func:`unregistered_hint`) passes
+    ``warn_unregistered=False``: inside that caller's transaction, a warning raised as
+    an error would undo the write after all.
     """
     row = _write_task_config(task, using=using, **fields)
-    warn_if_unregistered(task)
+    if warn_unregistered:
+        warn_if_unregistered(task)
     return row
 
 
@@ -109,13 +113,16 @@ def warn_if_unregistered(task: str) -> None:
     """Warn (``UnregisteredTaskWarning``) when no registered task has this name: the row is
     kept, since a config may come before the deploy of its task, but a typo would
     otherwise configure nothing without a word. The warning points at the caller."""
+    hint = unregistered_hint(task)
+    if hint:
+        warnings.warn(hint, UnregisteredTaskWarning, stacklevel=3)  # this function, set_task_config, the caller
+
+
+def unregistered_hint(task: str) -> str | None:
+    """What to tell whoever configured ``task`` when no registered task has that name
+    (the closest one that does, if any); ``None`` for a registered task."""
     if registry.is_registered(task):
-        return
+        return None
     close = registry.closest(task)
-    hint = f" Did you mean {close!r}?" if close else ""
-    warnings.warn(
-        f"no task named {task!r} is registered: its config applies once one is deployed, "
-        f"and a misspelt name applies to nothing.{hint}",
-        UnregisteredTaskWarning,
-        stacklevel=3,  # this function, set_task_config, the caller
-    )
+    return (f"No task named {task!r} is registered: its config applies once one is deployed, "
+            f"and a misspelt name applies to nothing." + (f" Did you mean {close!r}?" if close else ""))
