@@ -7,6 +7,7 @@ from typing import Any, TypeVar
 
 from django.contrib import admin, messages
 from django.contrib.admin.models import DELETION
+from django.contrib.admin.utils import model_ngettext
 from django.db import connections, transaction
 from django.http import HttpRequest, HttpResponse
 
@@ -92,8 +93,28 @@ class DeletedByService(ReadOnlyAdmin):
         self._deleted(request, list(queryset.values_list("pk", flat=True)))
 
     def _deleted(self, request: HttpRequest, pks: list[str]) -> None:
+        """Delete through the service and say what it did: Django's own "deleted
+        successfully", sent after this, would also count the rows the service kept."""
         deleted = [pk for pk in pks if self.delete_row(pk)]
         audit.record(request, self.model, deleted, "", action_flag=DELETION)
         kept = [pk for pk in pks if pk not in deleted]
+        if deleted:
+            super().message_user(request, f"Deleted {len(deleted)} {model_ngettext(self.opts, len(deleted))}: "
+                                 f"{_listed(deleted)}", messages.SUCCESS)
         if kept:
-            self.message_user(request, f"Not deleted (changed meanwhile): {', '.join(map(str, kept))}", messages.WARNING)
+            super().message_user(request, f"Not deleted (changed meanwhile): {_listed(kept)}", messages.WARNING)
+        setattr(request, _REPORTED, True)
+
+    def message_user(self, request: HttpRequest, message: str, level: int = messages.INFO, *args: Any, **kwargs: Any) -> None:
+        if level == messages.SUCCESS and getattr(request, _REPORTED, False):
+            return  # Django's success message after a deletion :meth:`_deleted` has reported
+        super().message_user(request, message, level, *args, **kwargs)
+
+
+#: Set on a request whose deletion :meth:`DeletedByService._deleted` has reported.
+_REPORTED = "_boson_deletion_reported"
+
+
+def _listed(pks: list[str], shown: int = 20) -> str:
+    more = f" and {len(pks) - shown:,} more" if len(pks) > shown else ""
+    return ", ".join(map(str, pks[:shown])) + more

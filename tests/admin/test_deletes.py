@@ -100,9 +100,26 @@ def test_a_queue_that_got_a_job_after_the_confirmation_is_kept_with_a_warning(su
     monkeypatch.setattr(services, "reason_to_keep_queue", lambda name, **kw: None)  # confirmed while idle
     enqueue_one(queue="lane")
     response = _delete_selected(superuser_client, "queue", ["lane"])
-    assert any("Not deleted (changed meanwhile): lane" in str(m) for m in get_messages(response.wsgi_request))
+    assert _said(response) == ["Not deleted (changed meanwhile): lane"], "and no 'Successfully deleted'"
     assert Queue.objects.filter(name="lane").exists()
     assert not LogEntry.objects.exists(), "no 'Deleted' entry for a row the service kept"
+
+
+def test_a_deletion_reports_what_the_service_deleted_and_kept(superuser_client, store_clock, monkeypatch):
+    for name in ("a", "b", "c"):
+        services.resume_queue(name)
+    monkeypatch.setattr(services, "reason_to_keep_queue", lambda name, **kw: None)  # confirmed while idle
+    enqueue_one(queue="b")
+    response = _delete_selected(superuser_client, "queue", ["a", "b", "c"])
+    assert _said(response) == ["Deleted 2 queues: a, c", "Not deleted (changed meanwhile): b"]
+    services.resume_queue("<i>")
+    response = superuser_client.post(_delete_url("queue", "<i>"), {"post": "yes"}, follow=True)
+    assert _said(response) == ["Deleted 1 queue: <i>"]
+    assert "Deleted 1 queue: &lt;i&gt;" in response.content.decode()
+
+
+def _said(response) -> list[str]:
+    return [str(m) for m in get_messages(response.wsgi_request)]
 
 
 def test_a_deletion_is_logged_once_made(superuser_client, store_clock):
