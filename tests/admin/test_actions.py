@@ -27,6 +27,14 @@ def _post_action(client, action, ids, **extra):
     return client.post(reverse(CHANGELIST), data, follow=True)
 
 
+def _all_matching(client, action: str, shown_at: str, query: str):
+    """A confirmed "all matching" ``action`` on the job list filtered by ``query``, as a page
+    shown at ``shown_at`` submits it."""
+    data = {"action": action, "index": 0, "select_across": 1, "_selected_action": ["x"],
+            "snapshot": shown_at, "boson_confirm": "yes"}
+    return client.post(reverse(CHANGELIST) + "?" + query, data, follow=True)
+
+
 def test_retry_selected_retries_failed_and_skips_the_rest(superuser_client, store):
     response = _post_action(superuser_client, "retry_selected", [store.failed, store.cancelled, store.completed, store.running])
     assert _messages(response) == ["2 retried, 2 skipped: not failed or cancelled"]
@@ -81,10 +89,7 @@ def test_all_matching_touches_only_jobs_that_existed_when_the_page_was_shown(sup
     shown_at = store_clock.now().isoformat()
     store_clock.advance(1000)
     later = make_job("failed", queue="q-failed", clock=store_clock)
-    url = reverse(CHANGELIST) + "?state=failed"
-    data = {"action": "retry_selected", "index": 0, "select_across": 1, "_selected_action": [store.failed],
-            "snapshot": shown_at, "boson_confirm": "yes"}
-    response = superuser_client.post(url, data, follow=True)
+    response = _all_matching(superuser_client, "retry_selected", shown_at, "state=failed")
     assert _messages(response) == ["1 retried"]
     assert state_of(store.failed) == "available"
     assert state_of(later) == "failed"
@@ -92,9 +97,7 @@ def test_all_matching_touches_only_jobs_that_existed_when_the_page_was_shown(sup
 
 @pytest.mark.parametrize("snapshot", ["", "yesterday", "2030-13-45T00:00:00+00:00", "2030-01-01T00:00:00"])
 def test_all_matching_with_a_bad_snapshot_changes_nothing_and_says_why(superuser_client, store, snapshot):
-    data = {"action": "retry_selected", "index": 0, "select_across": 1, "_selected_action": [store.failed],
-            "snapshot": snapshot, "boson_confirm": "yes"}
-    response = superuser_client.post(reverse(CHANGELIST) + "?state=failed", data, follow=True)
+    response = _all_matching(superuser_client, "retry_selected", snapshot, "state=failed")
     assert response.status_code == 200
     assert _messages(response) == ["The page's snapshot time is missing or unreadable; reload and try again."]
     assert state_of(store.failed) == "failed"
@@ -261,12 +264,6 @@ def test_a_retry_refused_for_a_held_unique_key_says_so(superuser_client, store_c
     assert state_of(old) == "failed"
 
 
-def _confirmed_retry_all_failed(client, shown_at: str):
-    data = {"action": "retry_selected", "index": 0, "select_across": 1, "_selected_action": ["x"],
-            "snapshot": shown_at, "boson_confirm": "yes"}
-    return client.post(reverse(CHANGELIST) + "?state=failed", data, follow=True)
-
-
 def _fail_again(job_id: str) -> None:
     from tests.factories import admit_one
 
@@ -280,10 +277,10 @@ def test_a_resubmitted_confirmation_leaves_alone_a_job_that_failed_again_since(s
     second submission of the same page must not retry it once more."""
     shown_at = store_clock.now().isoformat()
     store_clock.advance(1000)
-    assert _messages(_confirmed_retry_all_failed(superuser_client, shown_at)) == ["1 retried"]
+    assert _messages(_all_matching(superuser_client, "retry_selected", shown_at, "state=failed")) == ["1 retried"]
     store_clock.advance(1000)
     _fail_again(store.failed)
-    response = _confirmed_retry_all_failed(superuser_client, shown_at)
+    response = _all_matching(superuser_client, "retry_selected", shown_at, "state=failed")
     assert _messages(response) == ["0 retried, 1 left alone: changed after the page was shown"]
     assert state_of(store.failed) == "failed"
 
@@ -291,30 +288,26 @@ def test_a_resubmitted_confirmation_leaves_alone_a_job_that_failed_again_since(s
 def test_a_resubmitted_cancel_leaves_alone_a_job_retried_since(superuser_client, store, store_clock):
     shown_at = store_clock.now().isoformat()
     store_clock.advance(1000)
-    data = {"action": "cancel_selected", "index": 0, "select_across": 1, "_selected_action": ["x"],
-            "snapshot": shown_at, "boson_confirm": "yes"}
-    url = reverse(CHANGELIST) + "?queue=q-available"
-    assert _messages(superuser_client.post(url, data, follow=True)) == ["1 cancelled"]
+    assert _messages(_all_matching(superuser_client, "cancel_selected", shown_at, "queue=q-available")) == ["1 cancelled"]
     store_clock.advance(1000)
     services.retry(store.available)
-    assert _messages(superuser_client.post(url, data, follow=True)) == ["0 cancelled, 1 left alone: changed after the page was shown"]
+    response = _all_matching(superuser_client, "cancel_selected", shown_at, "queue=q-available")
+    assert _messages(response) == ["0 cancelled, 1 left alone: changed after the page was shown"]
     assert state_of(store.available) == "available"
 
 
 def test_a_resubmitted_release_leaves_alone_a_job_quarantined_again_since(superuser_client, store, store_clock):
     shown_at = store_clock.now().isoformat()
     store_clock.advance(1000)
-    data = {"action": "release_selected", "index": 0, "select_across": 1, "_selected_action": ["x"],
-            "snapshot": shown_at, "boson_confirm": "yes"}
-    url = reverse(CHANGELIST) + "?state=quarantined"
-    assert _messages(superuser_client.post(url, data, follow=True)) == ["1 released"]
+    assert _messages(_all_matching(superuser_client, "release_selected", shown_at, "state=quarantined")) == ["1 released"]
     from tests.factories import admit_one
 
     admit_one("w9", ["q-quarantined"])
     store_clock.advance(1001)
     services.reclaim_expired(10)
     assert state_of(store.quarantined) == "quarantined"
-    assert _messages(superuser_client.post(url, data, follow=True)) == ["0 released, 1 left alone: changed after the page was shown"]
+    response = _all_matching(superuser_client, "release_selected", shown_at, "state=quarantined")
+    assert _messages(response) == ["0 released, 1 left alone: changed after the page was shown"]
     assert state_of(store.quarantined) == "quarantined"
 
 
@@ -344,12 +337,10 @@ def test_the_bulk_limit_counts_only_jobs_the_action_can_move(superuser_client, s
     finished = [make_job("completed", queue="mixed", clock=store_clock) for _ in range(3)]
     waiting = [make_job("available", queue="mixed", clock=store_clock) for _ in range(3)]
     store_clock.advance(1000)
-    data = {"action": "cancel_selected", "index": 0, "select_across": 1, "_selected_action": ["x"],
-            "snapshot": store_clock.now().isoformat(), "boson_confirm": "yes"}
-    url = reverse(CHANGELIST) + "?queue=mixed"
-    first = _messages(superuser_client.post(url, data, follow=True))
+    shown_at = store_clock.now().isoformat()
+    first = _messages(_all_matching(superuser_client, "cancel_selected", shown_at, "queue=mixed"))
     assert first == ["2 cancelled, 2+ skipped: already finished or quarantined, stopped at 2: run it again for the rest"]
-    second = _messages(superuser_client.post(url, data, follow=True))
+    second = _messages(_all_matching(superuser_client, "cancel_selected", shown_at, "queue=mixed"))
     assert second == ["1 cancelled, 2+ skipped: already finished or quarantined"]
     assert {state_of(j) for j in waiting} == {"cancelled"} and {state_of(j) for j in finished} == {"completed"}
 
