@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
-os.environ["BOSON_TEST_DB"] = "postgres"
-os.environ.setdefault("BOSON_PG_NAME", "boson_bench_bulk")
+from _admin_db import superuser_client, use_postgres
+
+use_postgres("boson_bench_bulk")
 N = int(os.environ.get("BOSON_BENCH_JOBS", "10000"))
 
 FILL = """
@@ -33,40 +31,20 @@ FROM generate_series(1, %s) g
 """
 
 
-def _fresh_database() -> None:
-    import psycopg
-
-    name = os.environ["BOSON_PG_NAME"]
-    with psycopg.connect(host="127.0.0.1", user="postgres", dbname="postgres", autocommit=True) as c:
-        c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        c.execute(f'CREATE DATABASE "{name}"')
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--action", choices=["retry", "cancel"], default="retry")
     action = parser.parse_args().action
     state = "failed" if action == "retry" else "available"
-    _fresh_database()
-    import django
-    from django.core.management import call_command
-    from django.db import connection
-    from django.test.utils import setup_test_environment
-
-    django.setup()
-    setup_test_environment()
-    call_command("migrate", verbosity=0)
-    from django.contrib.auth.models import User
+    client = superuser_client(fresh=True)
     from django.contrib.messages import get_messages
-    from django.test import Client
+    from django.db import connection
 
     from boson_django import clock
 
     with connection.cursor() as c:
         c.execute(FILL, [state, state, state, N])
         c.execute("ANALYZE boson_job")
-    client = Client()
-    client.force_login(User.objects.create_superuser("bench", password="x"))
     data = {"action": f"{action}_selected", "index": 0, "select_across": 1, "_selected_action": ["000000000001"],
             "snapshot": clock.now().isoformat(), "boson_confirm": "yes"}
     start = time.perf_counter()

@@ -9,13 +9,11 @@ prints the time and the number of queries of each. ``BOSON_BENCH_JOBS`` changes 
 from __future__ import annotations
 
 import os
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
-os.environ["BOSON_TEST_DB"] = "postgres"
-os.environ.setdefault("BOSON_PG_NAME", "boson_bench_admin")
+from _admin_db import superuser_client, use_postgres
+
+use_postgres("boson_bench_admin")
 N = int(os.environ.get("BOSON_BENCH_JOBS", "1000000"))
 
 FILL = """
@@ -34,27 +32,10 @@ FROM generate_series(1, %s) g
 """
 
 
-def _ensure_database() -> None:
-    import psycopg
-
-    name = os.environ["BOSON_PG_NAME"]
-    with psycopg.connect(host="127.0.0.1", user="postgres", dbname="postgres", autocommit=True) as c:
-        if not c.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
-            c.execute(f'CREATE DATABASE "{name}"')
-
-
 def main() -> None:
-    _ensure_database()
-    import django
-    from django.core.management import call_command
+    client = superuser_client(fresh=False)
     from django.db import connection
-    from django.test.utils import CaptureQueriesContext, setup_test_environment
-
-    django.setup()
-    setup_test_environment()
-    call_command("migrate", verbosity=0)
-    from django.contrib.auth.models import User
-    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
 
     with connection.cursor() as c:
         c.execute("SELECT count(*) FROM boson_job")
@@ -64,9 +45,6 @@ def main() -> None:
             c.execute(FILL, [N])
             c.execute("INSERT INTO boson_queue (name, paused) SELECT 'q' || g, false FROM generate_series(0, 4) g")
             c.execute("ANALYZE boson_job")
-    user = User.objects.filter(username="bench").first() or User.objects.create_superuser("bench", password="x")
-    client = Client()
-    client.force_login(user)
     pages = [
         "/admin/boson_django/job/", "/admin/boson_django/job/?state=failed", "/admin/boson_django/job/?queue=q3&state=available",
         "/admin/boson_django/job/?state=quarantined", "/admin/boson_django/failedjob/", "/admin/boson_django/lease/",
