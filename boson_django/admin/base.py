@@ -11,7 +11,7 @@ from django.contrib.admin.utils import model_ngettext
 from django.db import connections, transaction
 from django.http import HttpRequest, HttpResponse
 
-from boson_django.admin import audit
+from boson_django.admin import audit, display
 from boson_django.admin.paginator import CappedPaginator
 
 APP = "boson_django"
@@ -51,6 +51,14 @@ class ReadOnlyAdmin(admin.ModelAdmin):
     def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> HttpResponse:
         """Where bulk actions run (see :func:`own_transactions`)."""
         return super().changelist_view(request, extra_context)
+
+    def get_list_display(self, request: HttpRequest) -> Any:
+        """Time columns as the job page shows times: to the second, zone named (Django's
+        list format drops the seconds and says nothing of the zone)."""
+        return [display.time_column(self.model, name) for name in super().get_list_display(request)]
+
+    def get_sortable_by(self, request: HttpRequest) -> Any:
+        return [display.time_column(self.model, name) for name in super().get_sortable_by(request)]
 
     def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         model = self.view_as or self.opts.model_name

@@ -4,6 +4,8 @@ own fields whatever ``TIME_ZONE`` is."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.test import override_settings
 from django.urls import reverse
@@ -82,3 +84,34 @@ def nightly(settings, store_clock):
 def test_the_schedule_list_shows_the_next_run_in_the_active_zone(superuser_client, nightly):
     page = superuser_client.get(reverse("admin:boson_django_schedule_changelist")).content.decode()
     assert "2029-12-31 22:00:00 EST (in 3h 00m)" in page, "03:00 UTC is 22:00 in New York"
+
+
+@NEW_YORK
+@pytest.mark.parametrize("changelist, state, column, sortable", [
+    ("job", "failed", "run_at", True), ("failedjob", "failed", "finalized_at", True),
+    ("lease", "running", "lease_expires_at", True), ("run", "running", "started_at", False),
+])
+def test_list_columns_show_times_to_the_second_in_the_named_zone(superuser_client, store_clock, changelist, state,
+                                                                 column, sortable):
+    """Django's list format ("Dec. 31, 2029, 7 p.m.") has no seconds and no zone name."""
+    make_job(state, queue="mail", clock=store_clock)
+    page = superuser_client.get(reverse(f"admin:boson_django_{changelist}_changelist")).content.decode()
+    assert re.search(rf'<td class="field-{column}">2029-12-31 19:00:\d\d EST</td>', page), page
+    assert "p.m." not in page
+    (header,) = re.findall(rf'<th scope="col" class="([^"]*)column-{column}([^"]*)"', page)
+    assert ("sortable" in "".join(header)) is sortable
+
+
+def test_a_time_column_still_sorts_by_its_field(superuser_client, store_clock):
+    early = make_job("failed", queue="mail", clock=store_clock)
+    store_clock.advance(5000)
+    late = make_job("failed", queue="mail", clock=store_clock)
+    url = reverse("admin:boson_django_job_changelist")
+    run_at = 7  # its place in the changelist's columns (the action checkbox first)
+
+    def order(o: str) -> list[str]:
+        page = superuser_client.get(url, {"o": o}).content.decode()
+        return sorted([early, late], key=page.index)
+
+    assert order(str(run_at)) == [early, late]
+    assert order(f"-{run_at}") == [late, early]
