@@ -31,6 +31,7 @@ from boson_django.compat import (
     log_task_finished,
     log_task_started,
     task_backends,
+    task_finished,
     tasks_logger,
 )
 from boson_django.models import Job, JobData, Run
@@ -275,8 +276,14 @@ def _log_task_finished(sender: type, task_result: Any, **kwargs: Any) -> None:
     )
 
 
-#: A framework receiver -> what boson calls in its place (on Django 5.2 only).
-_INSTEAD = {log_task_finished: _log_task_finished} if TASKS_MODULE == "django_tasks" else {}
+def use_django6_finished_logging() -> None:
+    """On the backport, put :func:`_log_task_finished` in place of its receiver, for
+    every sender and however the signal is sent (``Signal.send`` included, which runs
+    the receivers itself when an async one is connected). Sent inside an ``except``,
+    as other backends send it, it logs what the backport's did."""
+    if TASKS_MODULE == "django_tasks" and task_finished.disconnect(log_task_finished):
+        task_finished.connect(_log_task_finished)
+
 
 #: The receivers the Tasks framework connects to its own signals: they only log.
 _FRAMEWORK_LOGGING = frozenset({log_task_started, log_task_finished, _log_task_finished})
@@ -305,9 +312,8 @@ def _receiver_refs(signal: Signal, sender: type) -> list[Any] | None:
     sync_receivers, async_receivers = signal._live_receivers(sender)
     if async_receivers:
         return None  # Signal.send runs them (async_to_sync): leave it to it
-    receivers = [_INSTEAD.get(r, r) for r in sync_receivers]
     try:
-        return [weakref.WeakMethod(r) if inspect.ismethod(r) else weakref.ref(r) for r in receivers]
+        return [weakref.WeakMethod(r) if inspect.ismethod(r) else weakref.ref(r) for r in sync_receivers]
     except TypeError:  # a receiver that cannot be weakly referenced
         return None
 

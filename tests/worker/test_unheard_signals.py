@@ -113,18 +113,27 @@ def test_the_frameworks_lines_are_logged_when_its_logger_lets_them_through(
     assert built == [result.id]
 
 
-def test_a_failed_job_is_logged_without_a_stray_empty_traceback(db, caplog):
+@pytest.mark.parametrize("async_receiver", [False, True], ids=["sent-by-boson", "sent-by-Signal.send"])
+def test_a_failed_job_is_logged_without_a_stray_empty_traceback(db, caplog, async_receiver):
     """The framework logs each finished task; for a failure the Django 5.2 backport's
     receiver asks for the active exception, and a worker sends the signal after the ack,
-    with none active: its line came with ``NoneType: None``. Django 6's does not."""
-    import logging
-
+    with none active: its line came with ``NoneType: None``. Django 6's does not. With
+    an async receiver connected the signal goes through ``Signal.send``, which runs the
+    receivers itself: the line is the same."""
     from boson_django.testing import run_until_idle
     from tests.testapp.tasks import fail
 
-    with caplog.at_level(logging.INFO, logger=tasks_logger.name):
-        fail.using(max_attempts=1).enqueue("boom")
-        run_until_idle()
+    async def listener(sender, task_result, **kwargs):
+        pass
+
+    if async_receiver:
+        task_finished.connect(listener)
+    try:
+        with caplog.at_level(logging.INFO, logger=tasks_logger.name):
+            fail.using(max_attempts=1).enqueue("boom")
+            run_until_idle()
+    finally:
+        task_finished.disconnect(listener)
     (failed,) = [r for r in caplog.records if r.name == tasks_logger.name and "state=FAILED" in r.getMessage()]
     assert failed.levelno == logging.ERROR
     assert "NoneType: None" not in logging.Formatter().format(failed)
