@@ -20,13 +20,17 @@ from boson_django.models import Queue
 class QueueAdmin(DeletedByService):
     list_display = ("name", "status", "paused_at", "jobs")
     actions = ("pause_selected", "resume_selected")
-    fields = ("name", "status", "paused_at", "jobs")
-    readonly_fields = ("status", "jobs")
+    fields = ("name", "status", "paused_since", "jobs")
+    readonly_fields = ("status", "paused_since", "jobs")
     change_form_template = "admin/boson_django/queue/change_form.html"
 
     @admin.display(description="status", ordering="paused")
     def status(self, obj: Queue) -> str:
         return display.badge("paused", "#c58b00") if obj.paused else display.badge("active", "#3b9a5b")
+
+    @admin.display(description="paused at")
+    def paused_since(self, obj: Queue) -> str:
+        return display.when(obj.paused_at)
 
     @admin.display(description="jobs")
     def jobs(self, obj: Queue) -> str:

@@ -18,8 +18,8 @@ class RunAdmin(ReadOnlyAdmin):
     ordering = ("-id",)
     sortable_by = ("id",)
     show_facets = admin.ShowFacets.NEVER
-    readonly_fields = ("job_link", "error_pre", "logs_pre")
-    fields = ("job_link", "task", "queue", "attempt", "fence", "worker_id", "started_at", "finished_at", "outcome", "recorded", "error_pre", "logs_pre")
+    readonly_fields = ("job_link", "started", "finished", "error_pre", "logs_pre")
+    fields = ("job_link", "task", "queue", "attempt", "fence", "worker_id", "started", "finished", "outcome", "recorded", "error_pre", "logs_pre")
 
     def get_queryset(self, request):  # type: ignore[no-untyped-def]
         qs = super().get_queryset(request)
@@ -30,6 +30,14 @@ class RunAdmin(ReadOnlyAdmin):
     @admin.display(description="job")
     def job_link(self, obj: Run) -> str:
         return display.job_link(obj.job_id)
+
+    @admin.display(description="started at")
+    def started(self, obj: Run) -> str:
+        return display.when(obj.started_at)
+
+    @admin.display(description="finished at")
+    def finished(self, obj: Run) -> str:
+        return display.when(obj.finished_at)
 
     @admin.display(description="error")
     def error_pre(self, obj: Run) -> str:

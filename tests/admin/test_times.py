@@ -115,3 +115,17 @@ def test_a_time_column_still_sorts_by_its_field(superuser_client, store_clock):
 
     assert order(str(run_at)) == [early, late]
     assert order(f"-{run_at}") == [late, early]
+
+
+@NEW_YORK
+def test_a_run_page_and_a_queue_page_show_their_times_in_the_named_zone(superuser_client, store_clock):
+    from boson_django import services
+    from boson_django.models import Run
+
+    make_job("completed", queue="mail", clock=store_clock)
+    services.pause_queue("mail")
+    run = Run.objects.get()
+    for url in (reverse("admin:boson_django_run_change", args=[run.pk]), reverse("admin:boson_django_queue_change", args=["mail"])):
+        page = superuser_client.get(url).content.decode()
+        assert f'<div class="readonly">{EVENING}</div>' in page, url
+        assert "p.m." not in page, url
