@@ -11,6 +11,7 @@ from django.db.models import DateTimeField, Value
 from django.http import HttpRequest
 
 from boson_django import clock, services, validation
+from boson_django.admin import display
 from boson_django.admin.base import DeletedByService, has_perm
 from boson_django.models import Bucket
 from boson_django.policies import BucketState
@@ -37,10 +38,10 @@ class BucketForm(forms.ModelForm):
 class BucketAdmin(DeletedByService):
     form = BucketForm
     list_display = ("name", "limit", "window_ms", "burst", "tokens_now")
-    readonly_fields = ("tokens_now", "refilled_at")
+    readonly_fields = ("tokens_now", "refilled")
 
     def get_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
-        return ["name", "limit", "window_ms", "burst", "tokens_now", "refilled_at"] if obj else ["name", "limit", "window_ms", "burst"]
+        return ["name", "limit", "window_ms", "burst", "tokens_now", "refilled"] if obj else ["name", "limit", "window_ms", "burst"]
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         return ("name", *self.readonly_fields) if obj else ()
@@ -53,6 +54,10 @@ class BucketAdmin(DeletedByService):
         state = BucketState(obj.limit, obj.window_ms, obj.burst, obj.tokens, obj.refilled_at)
         state.refill(getattr(obj, "store_now", None) or clock.now())
         return f"{state.tokens:.2f} / {obj.capacity}"
+
+    @admin.display(description="refilled at")
+    def refilled(self, obj: Bucket) -> str:
+        return display.when(obj.refilled_at)
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return has_perm(request, "tune_rate_limit")

@@ -67,9 +67,19 @@ class TaskConfigAdmin(DeletedByService):
 
 class DutyAdmin(ReadOnlyAdmin):
     list_display = ("name", "holder", "claimed_at", "expires_at", "expires_in")
+    fields = ("name", "holder", "claimed", "expires", "expires_in")
+    readonly_fields = ("claimed", "expires", "expires_in")
 
     def get_queryset(self, request: HttpRequest) -> Any:
         return super().get_queryset(request).annotate(store_now=Value(clock.now(), output_field=DateTimeField()))
+
+    @admin.display(description="claimed at")
+    def claimed(self, obj: Duty) -> str:
+        return display.when(obj.claimed_at)
+
+    @admin.display(description="expires at")
+    def expires(self, obj: Duty) -> str:
+        return display.when(obj.expires_at)
 
     @admin.display(description="expires in")
     def expires_in(self, obj: Duty) -> str:
@@ -78,12 +88,18 @@ class DutyAdmin(ReadOnlyAdmin):
 
 class QuarantinedFingerprintAdmin(ReadOnlyAdmin):
     list_display = ("fingerprint", "task", "job", "quarantined_at", "reason")
+    fields = ("fingerprint", "task", "job", "quarantined", "reason")
+    readonly_fields = ("job", "quarantined")
     search_fields = ("=fingerprint", "=job_id")
     actions = ("release_selected",)
 
     @admin.display(description="job")
     def job(self, obj: QuarantinedFingerprint) -> str:
         return display.job_link(obj.job_id)
+
+    @admin.display(description="quarantined at")
+    def quarantined(self, obj: QuarantinedFingerprint) -> str:
+        return display.when(obj.quarantined_at)
 
     def has_release_quarantine_permission(self, request: HttpRequest) -> bool:
         return has_perm(request, "release_quarantine")

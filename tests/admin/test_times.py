@@ -118,14 +118,20 @@ def test_a_time_column_still_sorts_by_its_field(superuser_client, store_clock):
 
 
 @NEW_YORK
-def test_a_run_page_and_a_queue_page_show_their_times_in_the_named_zone(superuser_client, store_clock):
+def test_every_row_page_shows_its_times_in_the_named_zone(superuser_client, store_clock):
+    """The pages of runs, queues, buckets, duties and quarantined fingerprints, where
+    Django's format had no seconds and no zone name."""
     from boson_django import services
-    from boson_django.models import Run
+    from boson_django.models import QuarantinedFingerprint, Run
 
     make_job("completed", queue="mail", clock=store_clock)
     services.pause_queue("mail")
-    run = Run.objects.get()
-    for url in (reverse("admin:boson_django_run_change", args=[run.pk]), reverse("admin:boson_django_queue_change", args=["mail"])):
-        page = superuser_client.get(url).content.decode()
-        assert f'<div class="readonly">{EVENING}</div>' in page, url
-        assert "p.m." not in page, url
+    services.set_rate_limit("smtp", 1, 60_000)
+    services.claim_duty("boson.promote", "w1", 60_000)
+    make_job("quarantined", queue="poison", clock=store_clock)
+    pages = [("run", Run.objects.get(queue="mail").pk), ("queue", "mail"), ("bucket", "smtp"),
+             ("duty", "boson.promote"), ("quarantinedfingerprint", QuarantinedFingerprint.objects.get().pk)]
+    for model, pk in pages:
+        page = superuser_client.get(reverse(f"admin:boson_django_{model}_change", args=[pk])).content.decode()
+        assert re.search(r'<div class="readonly">2029-12-31 19:00:\d\d EST</div>', page), model
+        assert "p.m." not in page, model
