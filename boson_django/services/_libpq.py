@@ -117,12 +117,30 @@ def _name(statement: tuple[bytes, bytes], generation: int) -> bytes:
 
 
 def _text_params(params: Sequence[Any], encoding: str) -> list[bytes | None] | None:
+    """Each parameter's text form (:func:`_text`), or None if one has none. The str, None
+    and int parameters that make up most of a statement's are converted here, in line:
+    :func:`_text` called once for each of a one-job enqueue's 26 cost about 4 us."""
     values: list[bytes | None] = []
+    append = values.append
     for value in params:
-        text = _text(value, encoding)
-        if text is _NO_TEXT:
-            return None
-        values.append(text)  # type: ignore[arg-type]
+        kind = type(value)
+        if kind is str:
+            try:
+                text = value.encode(encoding)
+            except UnicodeEncodeError:
+                return None
+            if 0 in text:  # a NUL (the byte search; ``b"\x00" in`` costs eight times as much)
+                return None
+            append(text)
+        elif value is None:
+            append(None)
+        elif kind is int:
+            append(b"%d" % value)
+        else:
+            other = _text(value, encoding)
+            if other is _NO_TEXT:
+                return None
+            append(other)  # type: ignore[arg-type]
     return values
 
 
@@ -139,7 +157,7 @@ def _text(value: Any, encoding: str) -> bytes | None | object:
             text = value.encode(encoding)
         except UnicodeEncodeError:
             return _NO_TEXT
-        return _NO_TEXT if b"\x00" in text else text
+        return _NO_TEXT if 0 in text else text
     if kind is bool:
         return b"t" if value else b"f"
     if kind is int:
@@ -159,16 +177,25 @@ def _sqlstate(result: Any) -> bytes | None:
 
 
 def _failed(result: Any) -> bool:
-    from psycopg.pq import ExecStatus
-
-    return result.status not in (ExecStatus.COMMAND_OK, ExecStatus.TUPLES_OK)
+    return result.status not in _pq().succeeded
 
 
 def _idle(raw: Any) -> bool:
     """Out of any transaction: the failed statement can simply be run again."""
-    from psycopg.pq import TransactionStatus
+    return raw.pgconn.transaction_status == _pq().idle
 
-    return raw.pgconn.transaction_status == TransactionStatus.IDLE
+
+@functools.cache
+def _pq() -> Any:
+    """The libpq statuses these checks compare with, looked up once (psycopg is imported
+    only when a statement runs: psycopg2 may be the driver)."""
+    from types import SimpleNamespace
+
+    from psycopg.pq import ExecStatus, TransactionStatus
+
+    return SimpleNamespace(
+        succeeded=frozenset({ExecStatus.COMMAND_OK, ExecStatus.TUPLES_OK}), idle=TransactionStatus.IDLE
+    )
 
 
 def _error(result: Any, raw: Any) -> Exception:
