@@ -100,13 +100,13 @@ def _submit(batch: list[Envelope], unique: bool, using: str) -> tuple[list[Enque
     if len(batch) == 1 and _db.is_postgres(connection) and not connection.in_atomic_block:
         connection.ensure_connection()
         if connection.get_autocommit():
-            done = _enqueue_alone(batch[0], unique, using)
+            done = _enqueue_alone(batch[0], unique, using, connection)
             if done is not None:
                 return [done.result], [done.values]
     return _enqueue(batch, unique=unique, using=using)
 
 
-def _enqueue_alone(env: Envelope, unique: bool, using: str) -> Enqueued | None:
+def _enqueue_alone(env: Envelope, unique: bool, using: str, connection: Any) -> Enqueued | None:
     """One envelope in one autocommit statement (:func:`enqueue_pg.insert_alone`): it
     reads the clock, the task's TaskConfig row and the fingerprint's quarantine itself,
     and sends the NOTIFY for the job it creates, so the notification goes out when it
@@ -120,8 +120,7 @@ def _enqueue_alone(env: Envelope, unique: bool, using: str) -> Enqueued | None:
     visible, a TaskConfig row that keeps changing, a code default or setting that fails
     its check (the TaskConfig row may override it) -- to the transactional path.
     """
-    connection = _db.conn(using)
-    channel = wakeups.channel(using)
+    channel = wakeups.channel(connection)
     checked = _Checks().check(env, 0)
     task = checked["task"]
     assumed: dict[str, Any] | None = None
