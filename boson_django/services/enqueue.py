@@ -265,11 +265,12 @@ class _Checks:
             given = getattr(env, name)
             if given is not None:
                 values[name] = check(given, index)
-        values["run_at"] = validation.aware(env.run_at, "run_at", index=index)
-        values["id"] = validation.optional_name(env.id, "id", index=index, max_len=64) or ids.new_id()
+        run_at, given_id, fingerprint = env.run_at, env.id, env.fingerprint
+        values["run_at"] = None if run_at is None else validation.aware(run_at, "run_at", index=index)
+        values["id"] = ids.new_id() if given_id is None else validation.name(given_id, "id", index=index, max_len=64)
         values["fingerprint"] = (
-            validation.optional_name(env.fingerprint, "fingerprint", index=index, max_len=64)
-            or policy_fingerprint(task, env)
+            policy_fingerprint(task, env) if fingerprint is None
+            else validation.name(fingerprint, "fingerprint", index=index, max_len=64)
         )
         values.update(_FRESH)
         return values
