@@ -153,8 +153,14 @@ def one_statement(
     connection.ensure_connection()
     raw = connection.connection
     cursor = _statement_cursor(connection, raw)
+    prepared = conf.get().PREPARED_STATEMENTS
+    if prepared and not planner and raw.autocommit and not connection.in_atomic_block:
+        with connection.wrap_database_errors:  # on libpq, which prepares it itself: no threshold to set
+            rows = _libpq.run(connection, cursor, sql, params)
+        if rows is not None:
+            return rows
     threshold = raw.prepare_threshold
-    if threshold is None and conf.get().PREPARED_STATEMENTS:
+    if threshold is None and prepared:
         raw.prepare_threshold = _ONLY_WHEN_ASKED  # for this statement only; Django's queries stay unprepared
     try:
         with connection.wrap_database_errors:
