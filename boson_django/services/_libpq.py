@@ -49,6 +49,9 @@ class _Session:
 
         self.pgconn = pgconn
         self.prepared: set[bytes] = set()
+        #: Each statement's column names, read from its first result (fixed while it stays
+        #: prepared: a plan whose result changes fails, and all are prepared again).
+        self.columns: dict[bytes, list[str]] = {}
         self.generation = 0
         self.loader = Transformer(cursor)  # the cursor's adapters: its loaders read the rows
 
@@ -68,11 +71,12 @@ def run(connection: Any, cursor: Any, sql: str, params: Sequence[Any]) -> list[d
     result = _execute(session, statement, values)
     if _failed(result) and _sqlstate(result) in _GONE and _idle(raw):
         session.prepared.clear()
+        session.columns.clear()
         session.generation += 1  # the old names may linger on the server: use new ones
         result = _execute(session, statement, values)
     if _failed(result):
         raise _error(result, raw)
-    return _rows(session, result)
+    return _rows(session, result, statement[0])
 
 
 def _execute(session: _Session, statement: tuple[bytes, bytes], values: list[bytes | None]) -> Any:
@@ -85,10 +89,12 @@ def _execute(session: _Session, statement: tuple[bytes, bytes], values: list[byt
     return session.pgconn.exec_prepared(name, values)
 
 
-def _rows(session: _Session, result: Any) -> list[dict[str, Any]]:
+def _rows(session: _Session, result: Any, stem: bytes) -> list[dict[str, Any]]:
     loader = session.loader
     loader.set_pgresult(result)
-    names = [result.fname(i).decode() for i in range(result.nfields)]
+    names = session.columns.get(stem)
+    if names is None:
+        names = session.columns[stem] = [result.fname(i).decode() for i in range(result.nfields)]
     rows: list[dict[str, Any]] = loader.load_rows(0, result.ntuples, lambda values: dict(zip(names, values)))
     return rows
 
