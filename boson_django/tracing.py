@@ -11,7 +11,7 @@ no-op; without an SDK the API's spans record nothing.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import replace
 from typing import Any
 
@@ -37,12 +37,17 @@ def _tracer() -> Any:
     return trace.get_tracer("boson_django", tracer_provider=_provider)
 
 
-@contextmanager
-def enqueue_span(batch: list[Any]) -> Iterator[list[Any]]:
-    """Yields the batch with the span's context in each envelope's meta."""
+def enqueue_span(batch: list[Any]) -> AbstractContextManager[list[Any]]:
+    """Yields the batch with the span's context in each envelope's meta; the batch as it
+    is when no span would be seen (:func:`_silent`: a ``nullcontext``, which costs a
+    one-job enqueue a microsecond less than a generator's context manager)."""
     if trace is None or not batch or _silent():
-        yield batch
-        return
+        return nullcontext(batch)
+    return _enqueue_span(batch)
+
+
+@contextmanager
+def _enqueue_span(batch: list[Any]) -> Iterator[list[Any]]:
     first = batch[0]
     attributes = {"messaging.batch.message_count": len(batch), "boson.task": str(getattr(first, "task", "")),
                   "boson.queue": str(getattr(first, "queue", None) or "")}

@@ -146,17 +146,21 @@ def one_statement(
     so they are prepared anyway unless ``BOSON["PREPARED_STATEMENTS"]`` is False. Only
     they are: the threshold is restored as soon as the statement has run.
     """
-    from django.db.backends.postgresql.psycopg_any import is_psycopg3
-
-    if not is_psycopg3:
+    if not _is_psycopg3():
         with transaction.atomic(using=connection.alias), connection.cursor() as plain:
             plain.execute(sql, params)
             return fetch_dicts(plain)
     connection.ensure_connection()
     raw = connection.connection
     cursor = _statement_cursor(connection, raw)
+    prepared = conf.get().PREPARED_STATEMENTS
+    if prepared and not planner and raw.autocommit and not connection.in_atomic_block:
+        with connection.wrap_database_errors:  # on libpq, which prepares it itself: no threshold to set
+            rows = _libpq.run(connection, cursor, sql, params)
+        if rows is not None:
+            return rows
     threshold = raw.prepare_threshold
-    if threshold is None and conf.get().PREPARED_STATEMENTS:
+    if threshold is None and prepared:
         raw.prepare_threshold = _ONLY_WHEN_ASKED  # for this statement only; Django's queries stay unprepared
     try:
         with connection.wrap_database_errors:
@@ -169,6 +173,14 @@ def one_statement(
             return _with_settings(raw, cursor, sql, params, planner)
     finally:
         raw.prepare_threshold = threshold
+
+
+@functools.cache
+def _is_psycopg3() -> bool:
+    """Looked up once (an import statement in :func:`one_statement` cost it ~0.5 us a call)."""
+    from django.db.backends.postgresql.psycopg_any import is_psycopg3
+
+    return bool(is_psycopg3)
 
 
 def _statement_cursor(connection: BaseDatabaseWrapper, raw: Any) -> Any:

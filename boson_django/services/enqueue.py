@@ -100,13 +100,13 @@ def _submit(batch: list[Envelope], unique: bool, using: str) -> tuple[list[Enque
     if len(batch) == 1 and _db.is_postgres(connection) and not connection.in_atomic_block:
         connection.ensure_connection()
         if connection.get_autocommit():
-            done = _enqueue_alone(batch[0], unique, using)
+            done = _enqueue_alone(batch[0], unique, using, connection)
             if done is not None:
                 return [done.result], [done.values]
     return _enqueue(batch, unique=unique, using=using)
 
 
-def _enqueue_alone(env: Envelope, unique: bool, using: str) -> Enqueued | None:
+def _enqueue_alone(env: Envelope, unique: bool, using: str, connection: Any) -> Enqueued | None:
     """One envelope in one autocommit statement (:func:`enqueue_pg.insert_alone`): it
     reads the clock, the task's TaskConfig row and the fingerprint's quarantine itself,
     and sends the NOTIFY for the job it creates, so the notification goes out when it
@@ -120,8 +120,7 @@ def _enqueue_alone(env: Envelope, unique: bool, using: str) -> Enqueued | None:
     visible, a TaskConfig row that keeps changing, a code default or setting that fails
     its check (the TaskConfig row may override it) -- to the transactional path.
     """
-    connection = _db.conn(using)
-    channel = wakeups.channel(using)
+    channel = wakeups.channel(connection)
     checked = _Checks().check(env, 0)
     task = checked["task"]
     assumed: dict[str, Any] | None = None
@@ -266,11 +265,12 @@ class _Checks:
             given = getattr(env, name)
             if given is not None:
                 values[name] = check(given, index)
-        values["run_at"] = validation.aware(env.run_at, "run_at", index=index)
-        values["id"] = validation.optional_name(env.id, "id", index=index, max_len=64) or ids.new_id()
+        run_at, given_id, fingerprint = env.run_at, env.id, env.fingerprint
+        values["run_at"] = None if run_at is None else validation.aware(run_at, "run_at", index=index)
+        values["id"] = ids.new_id() if given_id is None else validation.name(given_id, "id", index=index, max_len=64)
         values["fingerprint"] = (
-            validation.optional_name(env.fingerprint, "fingerprint", index=index, max_len=64)
-            or policy_fingerprint(task, env)
+            policy_fingerprint(task, env) if fingerprint is None
+            else validation.name(fingerprint, "fingerprint", index=index, max_len=64)
         )
         values.update(_FRESH)
         return values

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import functools
 import operator
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db import IntegrityError
 
@@ -144,8 +144,17 @@ class Inserted:
     enqueued_at: datetime
 
 
+class AloneStatement(NamedTuple):
+    """:func:`alone_sql`'s statement, the columns it takes as parameters and the getter
+    of their values from a row (one call, not a loop over 21 columns)."""
+
+    sql: str
+    given: tuple[str, ...]
+    row: Callable[[dict[str, Any]], tuple[Any, ...]]
+
+
 @functools.cache
-def alone_sql(columns: tuple[str, ...], json_columns: frozenset[str], conflict: str) -> tuple[str, tuple[str, ...]]:
+def alone_sql(columns: tuple[str, ...], json_columns: frozenset[str], conflict: str) -> AloneStatement:
     """The statement of :func:`insert_alone` for enqueue's columns and conflict clause,
     and the columns it takes as parameters. Kept flat (sub-selects, no joins): with
     ``PREPARED_STATEMENTS`` off it is planned on every call. Each parameter is used once
@@ -172,11 +181,11 @@ lane AS (INSERT INTO boson_queue (name, paused) SELECT queue, FALSE FROM ins ON 
 SELECT state, run_at, enqueued_at, CASE WHEN ch.name IS NOT NULL THEN pg_notify(ch.name, queue) END
 FROM ins, (SELECT %s::text AS name) AS ch
 """
-    return sql, given
+    return AloneStatement(sql, given, operator.itemgetter(*given))
 
 
 def insert_alone(
-    connection: Any, statement: tuple[str, tuple[str, ...]], values: dict[str, Any],
+    connection: Any, statement: AloneStatement, values: dict[str, Any],
     assumed: dict[str, Any] | None, channel: str | None,
 ) -> Inserted | None:
     """Run :func:`alone_sql`'s ``statement`` for the row ``values`` as its own
@@ -187,13 +196,12 @@ def insert_alone(
     row is ``assumed`` (its set fields; None: no row) and the unique key is free; None
     when it did not (nothing written: the caller finds out why).
     """
-    sql, given = statement
     params = [
-        *(values[c] for c in given), values["run_at"], values["fingerprint"], values["task"],
+        *statement.row(values), values["run_at"], values["fingerprint"], values["task"],
         None if assumed is None else _db.to_json(assumed), channel,
     ]
     try:
-        rows = _db.one_statement(connection, sql, params)
+        rows = _db.one_statement(connection, statement.sql, params)
     except IntegrityError as exc:  # the explicit id exists
         raise DuplicateJobId(f"job id {values['id']!r} already exists") from exc
     if not rows:

@@ -146,3 +146,16 @@ def test_a_plan_the_table_outgrew_is_prepared_again(db):
     with db.cursor() as cursor:
         cursor.execute("ALTER TABLE libpq_w ADD COLUMN note text DEFAULT 'new'")  # as a migration would
     assert _db.one_statement(db, select, [1]) == [{"id": 1, "note": "new"}]
+
+
+def test_a_renamed_column_comes_back_under_its_new_name(db):
+    """A statement's column names are kept from its first result: a rename changes the
+    plan's result, so PostgreSQL refuses the old plan and the statement is prepared again."""
+    with db.cursor() as cursor:
+        cursor.execute("CREATE TEMP TABLE libpq_r (id int)")
+        cursor.execute("INSERT INTO libpq_r VALUES (1)")
+    select = "SELECT * FROM libpq_r WHERE %s::int = 1"
+    assert _db.one_statement(db, select, [1]) == [{"id": 1}]
+    with db.cursor() as cursor:
+        cursor.execute("ALTER TABLE libpq_r RENAME COLUMN id TO job")
+    assert _db.one_statement(db, select, [1]) == [{"job": 1}]
