@@ -98,8 +98,7 @@ def enqueue_one(envelope: Envelope, *, using: str | None = None) -> Enqueued:
 def _submit(batch: list[Envelope], unique: bool, using: str) -> tuple[list[EnqueueResult], list[dict[str, Any]]]:
     connection = _db.conn(using)
     if len(batch) == 1 and _db.is_postgres(connection) and not connection.in_atomic_block:
-        connection.ensure_connection()
-        if connection.get_autocommit():
+        if connection.get_autocommit():  # connects first, as Django's does
             done = _enqueue_alone(batch[0], unique, using, connection)
             if done is not None:
                 return [done.result], [done.values]
