@@ -154,7 +154,8 @@ def one_statement(
     raw = connection.connection
     cursor = _statement_cursor(connection, raw)
     prepared = conf.get().PREPARED_STATEMENTS
-    if prepared and not planner and raw.autocommit and not connection.in_atomic_block:
+    on_libpq = prepared and not planner and raw.autocommit and not connection.in_atomic_block
+    if on_libpq:
         with connection.wrap_database_errors:  # on libpq, which prepares it itself: no threshold to set
             rows = _libpq.run(connection, cursor, sql, params)
         if rows is not None:
@@ -168,8 +169,8 @@ def one_statement(
                 planner = ()  # they hold for the whole session of this dedicated connection
             if connection.in_atomic_block:
                 return _in_callers_transaction(raw, cursor, sql, params, planner)
-            if raw.autocommit and not planner:
-                return _alone(connection, cursor, sql, params)  # autocommit: its own transaction already
+            if raw.autocommit and not planner:  # autocommit: its own transaction already
+                return _on_cursor(cursor, sql, params) if on_libpq else _alone(connection, cursor, sql, params)
             return _with_settings(raw, cursor, sql, params, planner)
     finally:
         raw.prepare_threshold = threshold

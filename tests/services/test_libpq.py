@@ -108,6 +108,15 @@ def test_values_without_a_plain_text_form_go_through_the_cursor(db):
     assert ours() == []
 
 
+def test_a_value_without_a_plain_text_form_tries_libpq_once(db, monkeypatch):
+    """Then the cursor: asking libpq again would only say no again."""
+    tries = []
+    real = _libpq.run
+    monkeypatch.setattr(_libpq, "run", lambda *args: tries.append(args[2]) or real(*args))
+    assert _db.one_statement(db, "SELECT %s::int[] AS a", [[1, 2]]) == [{"a": [1, 2]}]
+    assert tries == ["SELECT %s::int[] AS a"]
+
+
 def test_without_prepared_statements_nothing_of_ours_is_prepared(db, settings):
     settings.BOSON = {**settings.BOSON, "PREPARED_STATEMENTS": False}
     assert _db.one_statement(db, "SELECT %s::int AS n", [7]) == [{"n": 7}]
