@@ -82,6 +82,7 @@ class Tally:
     not_reached: int = 0  # after a database error stopped the run
     error: str = ""
     ids: list[str] = field(default_factory=list)  # the jobs changed, of those asked for
+    per: str = ""  # what was selected, when not jobs: one job went through per such row
 
     def count(self, result: services.Controlled) -> None:
         self.ids += result.done
@@ -104,6 +105,10 @@ class Tally:
         return ", ".join([self._done(), *(text for count, text in parts if count)])
 
     def _done(self) -> str:
+        if self.per:
+            jobs = self.done + self.copies
+            return (f"{self.done:,} {self.per}{'' if self.done == 1 else 's'} {self.op.done} "
+                    f"({jobs:,} job{'' if jobs == 1 else 's'})")
         if not self.copies:
             return f"{self.done:,} {self.op.done}"
         copies = "parked copy" if self.copies == 1 else "parked copies"

@@ -118,6 +118,7 @@ class QuarantinedFingerprintAdmin(ReadOnlyAdmin):
         tally = actions.apply(actions.RELEASE, [r for r in rows if r[0]])
         tally.skipped += sum(1 for r in rows if not r[0])
         tally.op = dataclasses.replace(actions.RELEASE, refused="no quarantined job left")
+        tally.per = "fingerprint"
         actions.report(self, request, tally)
 
 

@@ -201,8 +201,22 @@ def test_release_fingerprint_releases_its_parked_jobs(superuser_client, store):
     fp = QuarantinedFingerprint.objects.get()
     response = superuser_client.post(reverse("admin:boson_django_quarantinedfingerprint_changelist"),
                                      {"action": "release_selected", "index": 0, "_selected_action": [fp.pk]}, follow=True)
-    assert _messages(response) == ["1 released"]
+    assert _messages(response) == ["1 fingerprint released (1 job)"]
     assert state_of(store.quarantined) == "available"
+
+
+def test_releasing_a_fingerprint_counts_fingerprints_then_the_jobs_they_freed(superuser_client, store):
+    """The operator selected fingerprints: the message counts those, not "1 selected"
+    jobs beside their parked copies."""
+    from boson_django.models import QuarantinedFingerprint
+    from tests.factories import ADD, enqueue_one
+
+    copies = [enqueue_one(ADD, queue="q-quarantined", args=[1, 2]) for _ in range(2)]
+    fp = QuarantinedFingerprint.objects.get()
+    response = superuser_client.post(reverse("admin:boson_django_quarantinedfingerprint_changelist"),
+                                     {"action": "release_selected", "index": 0, "_selected_action": [fp.pk]}, follow=True)
+    assert _messages(response) == ["1 fingerprint released (3 jobs)"]
+    assert {state_of(j) for j in [store.quarantined, *copies]} == {"available"}
 
 
 def test_every_boson_changelist_is_exempt_from_atomic_requests():
