@@ -43,7 +43,9 @@ def _work(seconds: float, start: multiprocessing.synchronize.Barrier, out: multi
 
 def work_done(processes: int, seconds: float) -> int:
     """Chunks of work ``processes`` processes did together in ``seconds``, started at once."""
-    ctx = multiprocessing.get_context("fork")
+    # spawned, not forked: the caller may have threads (a test run does), and a fork of a
+    # threaded process may deadlock in the child; each child builds its rows before the barrier
+    ctx = multiprocessing.get_context("spawn")
     start, out = ctx.Barrier(processes), ctx.Queue()
     procs = [ctx.Process(target=_work, args=(seconds, start, out)) for _ in range(processes)]
     for p in procs:

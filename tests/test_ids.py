@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import uuid
 
+import pytest
+
 from boson_django import ids
 
 
@@ -17,6 +19,7 @@ def test_ids_are_increasing_uuid7_strings():
         assert str(parsed) == text and parsed.version == 7 and parsed.variant == uuid.RFC_4122
 
 
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")  # the fork is the point
 def test_a_forked_child_does_not_reuse_the_parent_s_random_bits():
     ids.new_id()  # the pool is filled
     read, write = os.pipe()
