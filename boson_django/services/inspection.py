@@ -9,6 +9,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from django.db.models import Count, DurationField, ExpressionWrapper, F
+
 from boson_django.models import Job, JobData, Run
 from boson_django.services import _db
 from boson_django.services.jobrows import envelope_from_job
@@ -94,29 +96,36 @@ def all_enqueued(*, using: str | None = None) -> list[Envelope]:
     return [envelope_from_job(job) for job in Job.objects.using(_db.alias(using)).order_by("id").iterator()]
 
 
-def task_run_stats(task: str, *, using: str | None = None) -> dict[str, Any]:
-    """Finished runs of ``task``: counts per outcome and run-time percentiles in ms."""
-    runs = Run.objects.using(_db.alias(using)).filter(task=task, finished_at__isnull=False)
-    by_outcome: dict[str, int] = {}
-    durations: list[float] = []
-    for outcome, started, finished in runs.values_list("outcome", "started_at", "finished_at").iterator():
-        by_outcome[outcome] = by_outcome.get(outcome, 0) + 1
-        durations.append((finished - started).total_seconds() * 1000)
-    durations.sort()
+def task_run_stats(task: str, *, since: datetime | None = None, using: str | None = None) -> dict[str, Any]:
+    """Finished runs of ``task`` (those started at or after ``since``, store time, when
+    given): counts per outcome and run-time percentiles in ms (nearest rank).
+
+    Counted and ranked by the database, one row read per percentile: a task's runs can
+    number millions, and loading each to sort them here cost memory in proportion."""
+    runs = Run.objects.using(_db.alias(using)).filter(task=task, finished_at__isnull=False).order_by()
+    if since is not None:
+        runs = runs.filter(started_at__gte=since)
+    by_outcome = dict(runs.values_list("outcome").annotate(n=Count("id")))
+    total = sum(by_outcome.values())
+    ranked = (runs.annotate(took=ExpressionWrapper(F("finished_at") - F("started_at"), output_field=DurationField()))
+              .order_by("took").values_list("took", flat=True))
     return {
         "task": task,
-        "runs": len(durations),
+        "runs": total,
         "outcomes": by_outcome,
-        "p50_ms": _percentile(durations, 0.50),
-        "p95_ms": _percentile(durations, 0.95),
+        "p50_ms": _nearest_rank_ms(ranked, total, 0.50),
+        "p95_ms": _nearest_rank_ms(ranked, total, 0.95),
     }
 
 
-def _percentile(sorted_values: list[float], q: float) -> float | None:
-    if not sorted_values:
+def _nearest_rank_ms(ranked: Any, total: int, q: float) -> float | None:
+    """The run time at rank ``q`` of ``total`` (None for no runs, or for runs evicted
+    between the count and this read)."""
+    if not total:
         return None
-    index = min(len(sorted_values) - 1, max(0, round(q * (len(sorted_values) - 1))))
-    return sorted_values[index]
+    index = min(total - 1, max(0, round(q * (total - 1))))
+    took = list(ranked[index : index + 1])
+    return took[0].total_seconds() * 1000 if took else None
 
 
 def _data(job_id: str, kind: str, using: str | None) -> JobData | None:
