@@ -11,6 +11,8 @@ from typing import Any
 
 from django.db.models import Count, DurationField, ExpressionWrapper, F
 
+from boson_django import validation
+from boson_django.errors import InvalidEnvelope
 from boson_django.models import Job, JobData, Run
 from boson_django.services import _db
 from boson_django.services.jobrows import envelope_from_job
@@ -57,8 +59,6 @@ def counts(queue: str | None = None, *, using: str | None = None) -> dict[str, i
 
 
 def _count() -> Any:
-    from django.db.models import Count
-
     return Count("id")
 
 
@@ -66,12 +66,16 @@ def list_jobs(
     state: str | None = None, queue: str | None = None, task: str | None = None,
     offset: int = 0, limit: int = 100, *, using: str | None = None,
 ) -> list[JobInfo]:
-    """Priority then age within a queue; never loads payloads or results."""
+    """Priority then age within a queue; never loads payloads or results. A state that
+    is none of the states is refused (a typo would list nothing, silently)."""
     qs = Job.objects.using(_db.alias(using))
-    for field, value in (("state", state), ("queue", queue), ("task", task)):
+    if state is not None:
+        qs = qs.filter(state=_state(state))
+    for field, value in (("queue", queue), ("task", task)):
         if value is not None:
             qs = qs.filter(**{field: str(value)})
-    rows = qs.order_by("queue", "-priority", "run_at", "id").values(*_INFO_FIELDS)[offset : offset + limit]
+    start, end = _page(offset, limit)
+    rows = qs.order_by("queue", "-priority", "run_at", "id").values(*_INFO_FIELDS)[start:end]
     return [JobInfo(**row) for row in rows]
 
 
@@ -82,13 +86,26 @@ def list_runs(
     qs = Run.objects.using(_db.alias(using))
     if job_id is not None:
         qs = qs.filter(job_id=job_id)
-    rows = qs.order_by("-started_at", "-id").values(*_RUN_FIELDS)[offset : offset + limit]
+    start, end = _page(offset, limit)
+    rows = qs.order_by("-started_at", "-id").values(*_RUN_FIELDS)[start:end]
     return [RunInfo(**row) for row in rows]
+
+
+def _state(value: Any) -> str:
+    try:
+        return JobState(value).value
+    except ValueError:
+        raise InvalidEnvelope("state", f"must be one of {', '.join(s.value for s in JobState)}, got {value!r}") from None
+
+
+def _page(offset: Any, limit: Any) -> tuple[int, int]:
+    start = validation.whole(offset, "offset")
+    return start, start + validation.whole(limit, "limit")
 
 
 def count_runs_since(at: datetime, *, using: str | None = None) -> int:
     """Runs started at or after ``at`` (store time)."""
-    return Run.objects.using(_db.alias(using)).filter(started_at__gte=at).count()
+    return Run.objects.using(_db.alias(using)).filter(started_at__gte=validation.aware(at, "at")).count()
 
 
 def all_enqueued(*, using: str | None = None) -> list[Envelope]:
@@ -102,10 +119,10 @@ def task_run_stats(task: str, *, since: datetime | None = None, using: str | Non
 
     Counted and ranked by the database, one row read per percentile: a task's runs can
     number millions, and loading each to sort them here cost memory in proportion."""
-    runs = Run.objects.using(_db.alias(using)).filter(task=task, finished_at__isnull=False).order_by()
+    runs = Run.objects.using(_db.alias(using)).filter(task=validation.name(task, "task"), finished_at__isnull=False).order_by()
     if since is not None:
-        runs = runs.filter(started_at__gte=since)
-    by_outcome = dict(runs.values_list("outcome").annotate(n=Count("id")))
+        runs = runs.filter(started_at__gte=validation.aware(since, "since"))
+    by_outcome = dict(runs.values_list("outcome").annotate(n=_count()))
     total = sum(by_outcome.values())
     ranked = (runs.annotate(took=ExpressionWrapper(F("finished_at") - F("started_at"), output_field=DurationField()))
               .order_by("took").values_list("took", flat=True))
