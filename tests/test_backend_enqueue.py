@@ -79,3 +79,29 @@ def test_a_kwarg_json_cannot_hold_is_a_type_error_naming_kwargs(store_clock):
     with pytest.raises(TypeError, match=r"kwargs: is not JSON: set"):
         add.enqueue(a=1, b={2})
     assert not Job.objects.exists()
+
+
+def test_task_enqueued_is_sent_once_per_enqueue_with_its_result(store_clock):
+    """Django's ``task_enqueued``: sender the backend class, the result the caller gets;
+    a duplicate of a unique key still answers the call, with the holder's result."""
+    from boson_django.backend import BosonBackend
+    from boson_django.compat import task_enqueued
+
+    heard = []
+
+    def receiver(sender, task_result, **kwargs):
+        heard.append((sender, task_result.id, task_result.status, task_result.args))
+
+    task_enqueued.connect(receiver)
+    try:
+        made = add.enqueue(1, 2)
+        first = rebuild_index.enqueue()
+        again = rebuild_index.enqueue()
+    finally:
+        task_enqueued.disconnect(receiver)
+    assert again.id == first.id
+    assert heard == [
+        (BosonBackend, made.id, TaskResultStatus.READY, [1, 2]),
+        (BosonBackend, first.id, TaskResultStatus.READY, []),
+        (BosonBackend, first.id, TaskResultStatus.READY, []),
+    ]
