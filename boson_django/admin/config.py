@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from datetime import timedelta
 from typing import Any
 
 from django import forms
@@ -16,6 +17,10 @@ from boson_django.admin.base import DeletedByService, ReadOnlyAdmin, has_perm
 from boson_django.models import Duty, Job, QuarantinedFingerprint, TaskConfig
 from boson_django.services.config import POLICY_FIELDS, _validated, unregistered_hint
 from boson_django.states import JobState
+
+
+#: The window of the finished runs a task config's page sums up.
+RECENT = timedelta(hours=24)
 
 
 class TaskConfigForm(forms.ModelForm):
@@ -43,7 +48,13 @@ class TaskConfigAdmin(DeletedByService):
     list_display = ("task", *POLICY_FIELDS)
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
-        return ("task",) if obj else ()
+        return ("task", "recent_runs") if obj else ()
+
+    @admin.display(description="runs in the last 24 hours")
+    def recent_runs(self, obj: TaskConfig) -> str:
+        """What the policy being edited has done lately (``services.task_run_stats``)."""
+        return display.run_stats(services.task_run_stats(obj.task, since=clock.now() - RECENT),
+                                 display.changelist_url("run", task=obj.task))
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return has_perm(request, "add_taskconfig")

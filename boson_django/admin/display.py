@@ -89,6 +89,20 @@ def time_column(model: type[models.Model], name: Any) -> Any:
     return column
 
 
+def run_stats(stats: dict[str, Any], runs_url: str) -> str:
+    """``120 finished (118 success, 2 retry); run time p50 41 ms, p95 230 ms``, linked to
+    the runs; ``none finished`` when there are none."""
+    if not stats["runs"]:
+        return "none finished"
+    outcomes = ", ".join(f"{n:,} {outcome or 'open'}" for outcome, n in sorted(stats["outcomes"].items(), key=lambda kv: -kv[1]))
+    took = f"run time p50 {_ms(stats['p50_ms'])}, p95 {_ms(stats['p95_ms'])}"
+    return format_html('<a href="{}">{} finished</a> ({}); {}', runs_url, f"{stats['runs']:,}", outcomes, took)
+
+
+def _ms(value: float | None) -> str:
+    return "—" if value is None else duration(timedelta(milliseconds=value))
+
+
 def relative(at: datetime | None, now: datetime, future: str = "in {}", past: str = "{} ago") -> str:
     if at is None:
         return "—"

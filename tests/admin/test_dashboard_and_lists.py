@@ -167,3 +167,28 @@ def test_dashboard_totals_count_every_queue_not_only_the_rows_shown(db, store_cl
     assert context["more_queues"] and [row["queue"].name for row in context["rows"]] == ["a", "b"]
     assert context["running"] == "1"
     assert {t["state"]: t["label"] for t in context["state_totals"]}["available"] == "3"
+
+
+def test_a_task_config_page_sums_up_the_task_s_recent_runs_and_links_to_them(superuser_client, store_clock):
+    """The policy being tuned beside what it did in the last 24 hours (``task_run_stats``)."""
+    from django.utils.html import escape
+
+    from boson_django.services import Outcome
+    from tests.factories import ADD
+
+    services.set_task_config(ADD, max_active=3)
+    url = reverse("admin:boson_django_taskconfig_change", args=[ADD])
+    assert "none finished" in superuser_client.get(url).content.decode()
+    enqueue_one(ADD, queue="stats", args=[0, 0])
+    services.ack(admit_one("w1", ["stats"]).lease, Outcome.SKIP, error="E")
+    store_clock.advance(25 * 3_600_000)  # that run is now outside the window
+    for took_ms, outcome in ((40, Outcome.SUCCESS), (250, Outcome.SUCCESS), (10, Outcome.SKIP)):
+        enqueue_one(ADD, queue="stats", args=[took_ms, 1])
+        lease = admit_one("w1", ["stats"]).lease
+        store_clock.advance(took_ms)
+        services.ack(lease, outcome)
+    body = superuser_client.get(url).content.decode()
+    runs = reverse("admin:boson_django_run_changelist") + "?task=" + ADD
+    assert f'<a href="{escape(runs)}">3 finished</a> (2 success, 1 skip); run time p50 40 ms, p95 250 ms' in body
+    listed = superuser_client.get(runs)
+    assert listed.status_code == 200 and listed.context["cl"].result_count == 4
