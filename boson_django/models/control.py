@@ -73,6 +73,12 @@ class TaskConfig(models.Model):
     crash_limit = models.PositiveIntegerField(null=True, blank=True)
     queue = models.CharField(max_length=100, null=True, blank=True)
     priority = models.SmallIntegerField(null=True, blank=True)
+    uniqueness = models.CharField(
+        max_length=16, null=True, blank=True, choices=[("off", "off"), ("arguments", "arguments")],
+        help_text="Empty: as the task's code says (its unique_key, if any). off: no job of the task gets a "
+                  "unique key, so every enqueue creates one. arguments: a job without a key of its own is "
+                  "unique by task and arguments (its fingerprint).",
+    )
 
     class Meta:
         db_table = "boson_task_config"

@@ -304,6 +304,9 @@ class _Policies:
         row = {**valid, **values}
         if not unique:
             row["unique_key"] = None
+        elif values["task"] in self.configs:
+            uniqueness = self.configs[values["task"]].get("uniqueness")
+            row["unique_key"] = config.unique_key_under(uniqueness, row["unique_key"], row["fingerprint"])
         return row
 
     def _resolve(self, task: str) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -192,3 +192,18 @@ def test_a_task_config_page_sums_up_the_task_s_recent_runs_and_links_to_them(sup
     assert f'<a href="{escape(runs)}">3 finished</a> (2 success, 1 skip); run time p50 40 ms, p95 250 ms' in body
     listed = superuser_client.get(runs)
     assert listed.status_code == 200 and listed.context["cl"].result_count == 4
+
+
+def test_a_task_s_uniqueness_is_edited_in_the_admin(superuser_client, store_clock):
+    from boson_django.models import TaskConfig
+    from tests.factories import ADD
+
+    add_url = reverse("admin:boson_django_taskconfig_add")
+    response = superuser_client.post(add_url, {"task": ADD, "uniqueness": "arguments"}, follow=True)
+    assert response.status_code == 200 and TaskConfig.objects.get(task=ADD).uniqueness == "arguments"
+    assert "arguments" in superuser_client.get(reverse("admin:boson_django_taskconfig_changelist")).content.decode()
+    change_url = reverse("admin:boson_django_taskconfig_change", args=[ADD])
+    superuser_client.post(change_url, {"task": ADD, "uniqueness": ""}, follow=True)
+    assert TaskConfig.objects.get(task=ADD).uniqueness is None, "empty: as the code says"
+    response = superuser_client.post(change_url, {"task": ADD, "uniqueness": "sometimes"})
+    assert response.status_code == 200 and "uniqueness" in response.context["adminform"].form.errors
