@@ -70,6 +70,20 @@ class BucketState:
         return int(missing * self.window_ms / self.limit) + 1
 
 
+#: A TaskConfig's ``uniqueness`` values (None: as the task's code says).
+UNIQUENESS = ("off", "arguments")
+
+
+def unique_key_under(uniqueness: str | None, key: str | None, fingerprint: str) -> str | None:
+    """A job's unique key under its TaskConfig's ``uniqueness``: the operator's switch
+    beats the key the code gave (a key function that merges calls it should not, say)."""
+    if uniqueness == "off":
+        return None
+    if uniqueness == "arguments" and key is None:
+        return f"fingerprint:{fingerprint}"
+    return key
+
+
 #: ``json.dumps`` with these options, built once (it builds an encoder per call).
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -110,6 +111,14 @@ def priority(value: Any, *, index: int | None = None) -> int:
             "priority", f"must be between {PRIORITY_MIN} and {PRIORITY_MAX}, got {value!r}", index=index
         )
     return number
+
+
+def one_of(value: Any, allowed: Iterable[str], field: str, *, index: int | None = None) -> str:
+    """``value`` if it is one of ``allowed``; a typo would otherwise match nothing, silently."""
+    allowed = tuple(allowed)
+    if value not in allowed:
+        raise InvalidEnvelope(field, f"must be one of {', '.join(allowed)}, got {value!r}", index=index)
+    return value
 
 
 def aware(value: Any, field: str, *, index: int | None = None) -> datetime | None:

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 from django.db import models
 
+from boson_django.policies import UNIQUENESS
+
 
 class Queue(models.Model):
     """A named lane of jobs; created on first enqueue, paused and resumed by operators."""
@@ -74,7 +76,7 @@ class TaskConfig(models.Model):
     queue = models.CharField(max_length=100, null=True, blank=True)
     priority = models.SmallIntegerField(null=True, blank=True)
     uniqueness = models.CharField(
-        max_length=16, null=True, blank=True, choices=[("off", "off"), ("arguments", "arguments")],
+        max_length=16, null=True, blank=True, choices=[(value, value) for value in UNIQUENESS],
         help_text="Empty: as the task's code says (its unique_key, if any). off: no job of the task gets a "
                   "unique key, so every enqueue creates one. arguments: a job without a key of its own is "
                   "unique by task and arguments (its fingerprint).",

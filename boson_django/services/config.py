@@ -6,6 +6,7 @@ import warnings
 from typing import Any
 
 from boson_django import conf, registry, validation
+from boson_django.policies import UNIQUENESS
 from boson_django.errors import UnregisteredTaskWarning
 from boson_django.models import TaskConfig
 from boson_django.services._db import store_transaction
@@ -14,9 +15,6 @@ POLICY_FIELDS = (
     "max_attempts", "max_active", "rate_class", "weight", "retention_ms",
     "lease_ms", "timeout_ms", "crash_limit", "queue", "priority", "uniqueness",
 )
-
-#: ``uniqueness`` values (None: as the task's code says).
-UNIQUENESS = ("off", "arguments")
 
 
 def task_configs(tasks: set[str], using: str) -> dict[str, dict[str, Any]]:
@@ -63,25 +61,9 @@ def _validated(fields: dict[str, Any]) -> dict[str, Any]:
         "rate_class": lambda v: validation.optional_name(v, "rate_class"),
         "queue": lambda v: validation.optional_name(v, "queue"),
         "priority": lambda v: None if v is None else validation.priority(v),
-        "uniqueness": _uniqueness,
+        "uniqueness": lambda v: None if v is None else validation.one_of(v, UNIQUENESS, "uniqueness"),
     }
     return {key: checks[key](value) for key, value in fields.items()}
-
-
-def _uniqueness(value: Any) -> str | None:
-    if value is None or value in UNIQUENESS:
-        return value
-    raise validation.InvalidEnvelope("uniqueness", f"must be one of {', '.join(UNIQUENESS)} or None, got {value!r}")
-
-
-def unique_key_under(uniqueness: str | None, key: str | None, fingerprint: str) -> str | None:
-    """A job's unique key under its TaskConfig's ``uniqueness``: the operator's switch
-    beats the key the code gave (a key function that merges calls it should not, say)."""
-    if uniqueness == "off":
-        return None
-    if uniqueness == "arguments" and key is None:
-        return f"fingerprint:{fingerprint}"
-    return key
 
 
 def set_task_config(task: str, *, using: str | None = None, warn_unregistered: bool = True, **fields: Any) -> TaskConfig:

@@ -306,7 +306,7 @@ class _Policies:
             row["unique_key"] = None
         elif values["task"] in self.configs:
             uniqueness = self.configs[values["task"]].get("uniqueness")
-            row["unique_key"] = config.unique_key_under(uniqueness, row["unique_key"], row["fingerprint"])
+            row["unique_key"] = policies.unique_key_under(uniqueness, row["unique_key"], row["fingerprint"])
         return row
 
     def _resolve(self, task: str) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -12,7 +12,6 @@ from typing import Any
 from django.db.models import Count, DurationField, ExpressionWrapper, F
 
 from boson_django import validation
-from boson_django.errors import InvalidEnvelope
 from boson_django.models import Job, JobData, Run
 from boson_django.services import _db
 from boson_django.services.jobrows import envelope_from_job
@@ -25,6 +24,7 @@ _INFO_FIELDS = (
     "id", "task", "queue", "state", "priority", "run_at", "attempt", "crash_attempt", "fence",
     "enqueued_at", "finalized_at", "lease_holder", "lease_expires_at",
 )
+_STATES = tuple(state.value for state in JobState)
 _RUN_FIELDS = (
     "id", "job_id", "task", "queue", "attempt", "fence", "worker_id", "started_at",
     "finished_at", "outcome", "error", "recorded",
@@ -70,7 +70,7 @@ def list_jobs(
     is none of the states is refused (a typo would list nothing, silently)."""
     qs = Job.objects.using(_db.alias(using))
     if state is not None:
-        qs = qs.filter(state=_state(state))
+        qs = qs.filter(state=validation.one_of(getattr(state, "value", state), _STATES, "state"))
     for field, value in (("queue", queue), ("task", task)):
         if value is not None:
             qs = qs.filter(**{field: str(value)})
@@ -89,13 +89,6 @@ def list_runs(
     start, end = _page(offset, limit)
     rows = qs.order_by("-started_at", "-id").values(*_RUN_FIELDS)[start:end]
     return [RunInfo(**row) for row in rows]
-
-
-def _state(value: Any) -> str:
-    try:
-        return JobState(value).value
-    except ValueError:
-        raise InvalidEnvelope("state", f"must be one of {', '.join(s.value for s in JobState)}, got {value!r}") from None
 
 
 def _page(offset: Any, limit: Any) -> tuple[int, int]:
