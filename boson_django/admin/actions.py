@@ -59,6 +59,7 @@ class Op:
     refused: str  # "not failed or cancelled"
     settled_by: Callable[[datetime], Q]  # the jobs whose current state was reached by a time
     logged: str  # each changed job's entry in the admin history
+    per: str = ""  # the rows selected, when not jobs ("fingerprint"): one job went through per row
 
 
 RETRY = Op(Event.RETRY, services.retry_jobs, "retried", "not failed or cancelled", finalized_by, "Retried")
@@ -82,7 +83,6 @@ class Tally:
     not_reached: int = 0  # after a database error stopped the run
     error: str = ""
     ids: list[str] = field(default_factory=list)  # the jobs changed, of those asked for
-    per: str = ""  # what was selected, when not jobs: one job went through per such row
 
     def count(self, result: services.Controlled) -> None:
         self.ids += result.done
@@ -105,9 +105,9 @@ class Tally:
         return ", ".join([self._done(), *(text for count, text in parts if count)])
 
     def _done(self) -> str:
-        if self.per:
+        if self.op.per:
             jobs = self.done + self.copies
-            return (f"{self.done:,} {self.per}{'' if self.done == 1 else 's'} {self.op.done} "
+            return (f"{self.done:,} {self.op.per}{'' if self.done == 1 else 's'} {self.op.done} "
                     f"({jobs:,} job{'' if jobs == 1 else 's'})")
         if not self.copies:
             return f"{self.done:,} {self.op.done}"

@@ -128,8 +128,7 @@ class QuarantinedFingerprintAdmin(ReadOnlyAdmin):
                 for f in quarantined]
         tally = actions.apply(actions.RELEASE, [r for r in rows if r[0]])
         tally.skipped += sum(1 for r in rows if not r[0])
-        tally.op = dataclasses.replace(actions.RELEASE, refused="no quarantined job left")
-        tally.per = "fingerprint"
+        tally.op = dataclasses.replace(actions.RELEASE, refused="no quarantined job left", per="fingerprint")
         actions.report(self, request, tally)
 
 

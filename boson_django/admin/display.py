@@ -94,7 +94,7 @@ def run_stats(stats: dict[str, Any], runs_url: str) -> str:
     the runs; ``none finished`` when there are none."""
     if not stats["runs"]:
         return "none finished"
-    outcomes = ", ".join(f"{n:,} {outcome or 'open'}" for outcome, n in sorted(stats["outcomes"].items(), key=lambda kv: -kv[1]))
+    outcomes = ", ".join(f"{n:,} {outcome}" for outcome, n in sorted(stats["outcomes"].items(), key=lambda kv: -kv[1]))
     took = f"run time p50 {_ms(stats['p50_ms'])}, p95 {_ms(stats['p95_ms'])}"
     return format_html('<a href="{}">{} finished</a> ({}); {}', runs_url, f"{stats['runs']:,}", outcomes, took)
 
