@@ -53,7 +53,7 @@ def counts(queue: str | None = None, *, using: str | None = None) -> dict[str, i
     """Jobs per state (every state present, zero included)."""
     qs = Job.objects.using(_db.alias(using))
     if queue is not None:
-        qs = qs.filter(queue=queue)
+        qs = qs.filter(queue=validation.name(queue, "queue"))
     found = dict(qs.order_by().values_list("state").annotate(n=_count()).values_list("state", "n"))
     return {state.value: found.get(state.value, 0) for state in JobState}
 
@@ -73,7 +73,7 @@ def list_jobs(
         qs = qs.filter(state=validation.one_of(getattr(state, "value", state), _STATES, "state"))
     for field, value in (("queue", queue), ("task", task)):
         if value is not None:
-            qs = qs.filter(**{field: str(value)})
+            qs = qs.filter(**{field: validation.name(value, field)})
     start, end = _page(offset, limit)
     rows = qs.order_by("queue", "-priority", "run_at", "id").values(*_INFO_FIELDS)[start:end]
     return [JobInfo(**row) for row in rows]

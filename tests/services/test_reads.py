@@ -109,6 +109,10 @@ def test_list_runs_newest_first_of_every_job_or_of_one(store_clock):
 
 @pytest.mark.parametrize("call, field", [
     (lambda: services.list_jobs(state="finished"), "state"),
+    (lambda: services.list_jobs(queue=""), "queue"),
+    (lambda: services.list_jobs(task=5), "task"),
+    (lambda: services.counts(""), "queue"),
+    (lambda: services.counts(5), "queue"),
     (lambda: services.list_jobs(offset=-1), "offset"),
     (lambda: services.list_jobs(limit=1.5), "limit"),
     (lambda: services.list_runs(limit=-1), "limit"),
