@@ -42,7 +42,8 @@ class ScheduleAdmin(ReadOnlyAdmin):
     @own_transactions
     def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> Any:
         """Syncs the declared schedules first (to show what code and settings declare, even
-        before a worker ran) -- a write, so only for a user allowed to see the list."""
+        before a worker ran) -- a write when a declaration changed, so only for a user
+        allowed to see the list."""
         if not self.has_view_or_change_permission(request):
             raise PermissionDenied
         sync_schedules()

@@ -58,16 +58,40 @@ def timing_of(row: Any) -> Timing:
     return Timing(row.cron or None, row.every_ms, row.timezone)
 
 
-@_db.store_transaction
 def sync_schedules(*, using: str | None = None) -> int:
     """Upsert one row per declared schedule; returns how many rows changed.
 
-    Locks every schedule row (PostgreSQL), so two workers syncing at once apply one
-    after the other. Idempotent.
+    Reads the rows first without a lock: when they already say what is declared (every
+    view of the admin's schedule list, every worker start after the first) nothing is
+    locked or written -- on SQLite the locking pass takes the database's write lock.
     """
     from boson_django.models import Schedule as Row
 
+    using = _db.alias(using)
     wanted = declared()
+    if _in_sync(wanted, {r.name: r for r in Row.objects.using(using)}):
+        return 0
+    return _write(wanted, using=using)
+
+
+def _in_sync(wanted: dict[str, tuple[Schedule, str]], rows: dict[str, Any]) -> bool:
+    if any(r.declared and n not in wanted for n, r in rows.items()):
+        return False
+    return all(
+        name in rows and _matches(rows[name], definition(spec, source)) for name, (spec, source) in wanted.items()
+    )
+
+
+def _matches(row: Any, values: dict[str, Any]) -> bool:
+    return row.declared and all(getattr(row, k) == v for k, v in values.items())
+
+
+@_db.store_transaction
+def _write(wanted: dict[str, tuple[Schedule, str]], *, using: str) -> int:
+    """The locking pass: locks every schedule row (PostgreSQL), so two workers syncing
+    at once apply one after the other; each row is compared again under its lock."""
+    from boson_django.models import Schedule as Row
+
     now = clock.now(using)
     rows = {r.name: r for r in Row.objects.using(using).select_for_update().order_by("name")}
     changed = 0
@@ -97,7 +121,7 @@ def _create(name: str, spec: Schedule, source: str, now: datetime, using: str) -
 
 
 def _update(row: Any, values: dict[str, Any], now: datetime, using: str) -> int:
-    if row.declared and all(getattr(row, k) == v for k, v in values.items()):
+    if _matches(row, values):
         return 0
     retimed = not row.declared or any(getattr(row, k) != values[k] for k in TIMING)
     for key, value in values.items():

@@ -50,6 +50,25 @@ def test_sync_makes_one_row_per_declaration_and_keeps_the_operators_switch(setti
     assert sync_schedules() == 0
 
 
+def test_a_sync_with_nothing_to_change_reads_once_and_locks_nothing(settings, store_clock):
+    """The admin's schedule list syncs on every view: a sync that finds the rows as
+    declared must not open the locking pass (on SQLite, the database's write lock)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    _declare(settings, tick={"task": NOOP, "every": timedelta(minutes=5)}, tock={"task": NOOP, "cron": "0 * * * *"})
+    assert sync_schedules() == 2
+    with CaptureQueriesContext(connection) as ctx:
+        assert sync_schedules() == 0
+    assert len(ctx.captured_queries) == 1
+    assert "FOR UPDATE" not in ctx.captured_queries[0]["sql"] and "SAVEPOINT" not in ctx.captured_queries[0]["sql"]
+    _declare(settings, tick={"task": NOOP, "every": timedelta(minutes=10)}, tock={"task": NOOP, "cron": "0 * * * *"})
+    assert sync_schedules() == 1, "a changed declaration still goes through"
+    _declare(settings, tick={"task": NOOP, "every": timedelta(minutes=10)})
+    assert sync_schedules() == 1, "so does one no longer declared"
+    assert Schedule.objects.get(name="tock").declared is False
+
+
 def test_schedules_declared_next_to_the_task(settings, store_clock):
     import tests.schedules.tasks  # noqa: F401 -- registers the tasks and their schedules
 
