@@ -1,5 +1,5 @@
-"""System checks: a bad ``BOSON`` value is reported at start-up, naming the key, and a
-module of tasks that does not import, naming the module."""
+"""System checks: a bad ``BOSON`` value is reported at start-up, naming the key; a
+module of tasks that does not import, naming the module; and ``USE_TZ = False``."""
 
 from __future__ import annotations
 
@@ -30,6 +30,20 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
             problems.append(checks.Error(f"BOSON[{key!r}] {problem}", id="boson.E002"))
     problems.extend(_cross_checks())
     return problems
+
+
+@checks.register("boson")
+def check_time_zone_support(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """Every time boson keeps (due times, leases, rate windows, retention) is an aware UTC
+    time compared with the database's clock; with ``USE_TZ = False`` Django's backends
+    refuse or mix them, and the first enqueue failed with an error naming neither."""
+    if django_settings.USE_TZ:
+        return []
+    return [checks.Error(
+        "boson_django needs USE_TZ = True (Django's default since 5.0): the queue keeps its times "
+        "in UTC and compares them with the database's clock.",
+        hint="Set USE_TZ = True in your settings.", id="boson.E006",
+    )]
 
 
 @checks.register("boson")

@@ -37,6 +37,14 @@ def test_the_test_settings_pass_the_checks():
     call_command("check")
 
 
+def test_use_tz_false_is_reported():
+    """Every time the queue keeps is aware UTC; without USE_TZ the first enqueue failed
+    with Django's error about aware datetimes, naming neither setting."""
+    with override_settings(USE_TZ=False):
+        (message,) = boson_messages(**BASE)
+    assert message.id == "boson.E006" and "USE_TZ = True" in message.msg
+
+
 BAD_VALUES = [
     ("CRASH_LIMIT", "3", "must be int"),
     ("CRASH_LIMIT", 0, ">= 1"),

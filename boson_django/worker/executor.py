@@ -109,6 +109,13 @@ def _succeeded(value: Any) -> Finish:
     return Finish(Outcome.SUCCESS, result=stored)
 
 
+#: What a handler raises that becomes its attempt's outcome. ``SystemExit`` is the
+#: handler's ``sys.exit()``, not the worker's: Django's own backends record every exception
+#: but ``KeyboardInterrupt`` as the task's failure. Escaping, it killed the event loop
+#: thread every async handler shares, and their jobs stayed running until reclaimed.
+HANDLER_FAILURES = (Exception, SystemExit)
+
+
 def _ended(exc: BaseException) -> Finish:
     if isinstance(exc, Control):
         return exc.finish()
@@ -123,7 +130,7 @@ def run_sync(attempt: Attempt, task: Any) -> Finish:
             _, args = _started(attempt, task)
             value = task.call(*args, **attempt.unit.envelope.kwargs)
             finish = _succeeded(value)
-        except Exception as exc:  # noqa: BLE001 -- every handler failure becomes an outcome
+        except HANDLER_FAILURES as exc:
             finish = _ended(exc)
     return finish.with_logs(logs.collect())
 
@@ -138,7 +145,7 @@ async def run_async(attempt: Attempt, task: Any) -> Finish:
             finish = _succeeded(value)
         except asyncio.CancelledError:
             finish = failure(attempt.interruption or asyncio.CancelledError("handler cancelled"))
-        except Exception as exc:  # noqa: BLE001
+        except HANDLER_FAILURES as exc:
             finish = _ended(exc)
         finally:
             await sync_to_async(close_old_connections)()  # the thread its sync calls used

@@ -94,9 +94,19 @@ def _path(cls: type) -> str:
 
 def error_text(exc: BaseException) -> str:
     """``dotted.ExceptionClass: message`` then the traceback (see taskresults.task_error)."""
-    message = str(exc).replace("\n", " ")
+    message = _message(exc).replace("\n", " ")
     tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     return f"{_path(type(exc))}: {message}\n{tb}"
+
+
+def _message(exc: BaseException) -> str:
+    """``str(exc)``, unless the exception's own ``__str__`` raises: the error must still
+    name the handler's exception, not one raised while describing it (the traceback
+    module says the same)."""
+    try:
+        return str(exc)
+    except Exception:  # noqa: BLE001 -- any error of a user's __str__
+        return "<exception str() failed>"
 
 
 def failure(exc: BaseException) -> Finish:

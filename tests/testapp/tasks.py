@@ -1,5 +1,7 @@
 """Tasks the suite enqueues; plain Django ``@task`` with boson as the backend."""
 
+import sys
+
 from boson_django.compat import task
 
 
@@ -184,3 +186,24 @@ def gc_threshold() -> int:
     import gc
 
     return gc.get_threshold()[0]
+
+
+@task
+def exits(code: int) -> None:
+    """The handler's own ``sys.exit()``: its job fails, the worker goes on."""
+    sys.exit(code)
+
+
+@task
+async def async_exits(code: int) -> None:
+    sys.exit(code)
+
+
+class Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("this exception cannot be described")
+
+
+@task
+def raises_unprintable() -> None:
+    raise Unprintable()

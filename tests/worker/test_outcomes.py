@@ -7,8 +7,8 @@ import pytest
 from boson_django import services
 from boson_django.compat import TaskResultStatus, task_finished, task_started
 from boson_django.models import Job
-from tests.testapp.tasks import add, chooses, noop
-from tests.worker.conftest import burst, job, state
+from tests.testapp.tasks import add, async_add, async_exits, chooses, exits, noop, raises_unprintable
+from tests.worker.conftest import ThreadWorker, burst, job, state, wait_until
 
 
 def test_snooze_reschedules_without_spending_an_attempt(live_clock):
@@ -112,3 +112,27 @@ def test_a_return_value_that_is_not_json_is_a_failure(live_clock):
     burst()
     assert state(result.id) == "retryable"
     assert services.errors(result.id)[0].error.startswith("builtins.TypeError: return value is not JSON serializable")
+
+
+@pytest.mark.parametrize("handler", [exits, async_exits], ids=["sync", "async"])
+def test_a_handler_calling_sys_exit_fails_its_job_and_the_worker_goes_on(live_clock, handler):
+    """As Django's own backends record it. Escaping an async handler, ``SystemExit`` ended
+    the event loop every async handler shares: both jobs stayed running."""
+    exited = handler.using(max_attempts=1).enqueue(3)
+    after = async_add.enqueue(1, 2)
+    with ThreadWorker():
+        wait_until(lambda: state(exited.id) == "failed" and state(after.id) == "completed", what="both jobs ended")
+    (error,) = handler.get_result(exited.id).errors
+    assert error.exception_class is SystemExit
+    assert async_add.get_result(after.id).return_value == 3
+
+
+def test_an_exception_that_cannot_be_described_is_still_named(live_clock):
+    """Its ``__str__`` raising must not put that error in the handler's exception's place."""
+    result = raises_unprintable.using(max_attempts=1).enqueue()
+    burst()
+    (error,) = raises_unprintable.get_result(result.id).errors
+    assert error.exception_class_path == "tests.testapp.tasks.Unprintable"
+    assert services.errors(result.id)[0].error.startswith(
+        "tests.testapp.tasks.Unprintable: <exception str() failed>\n"
+    )

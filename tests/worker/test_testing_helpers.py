@@ -8,7 +8,7 @@ from boson_django import clock, services
 from boson_django.compat import TaskResultStatus
 from boson_django.testing import boson_clock as boson_clock  # noqa: F401 -- the fixture, as users import it
 from boson_django.testing import frozen_clock, run_until_idle
-from tests.testapp.tasks import add, async_add, fail, inspect_context
+from tests.testapp.tasks import add, async_add, exits, fail, inspect_context
 
 
 def test_run_until_idle_runs_inline_inside_the_test_transaction(db):
@@ -58,3 +58,10 @@ def test_run_until_idle_times_out_a_handler_that_returns_past_its_timeout(store_
     assert "overran timeout_ms=1000" in error.traceback
     assert Job.objects.get(id=late.id).state == "failed"
     assert (in_time_result.status, in_time_result.return_value) == (TaskResultStatus.SUCCESSFUL, "done")
+
+
+def test_run_until_idle_ends_a_handlers_sys_exit_as_the_worker_does(db):
+    """The job fails; the exit does not end the test run."""
+    result = exits.using(max_attempts=1).enqueue(2)
+    assert run_until_idle() == 1
+    assert exits.get_result(result.id).status == TaskResultStatus.FAILED
