@@ -21,6 +21,7 @@ DEFAULTS: dict[str, Any] = {
     "RETENTION_MS": 86_400_000,
     "POLL_INTERVAL_MS": 1_000,
     "MAX_PAYLOAD_BYTES": 16 * 1024 * 1024,
+    "MAX_RESULT_BYTES": 16 * 1024 * 1024,
     "TASK_MODULES": [],
     "DATABASE": "default",
     "SQLITE_BUSY_RETRIES": 20,
@@ -48,6 +49,10 @@ DOCS: dict[str, str] = {
     "RETENTION_MS": "How long finished jobs are kept before eviction (0 deletes at ack).",
     "POLL_INTERVAL_MS": "How often an idle worker polls for due work and runs sweeps.",
     "MAX_PAYLOAD_BYTES": "Largest JSON-encoded args+kwargs+meta accepted by enqueue.",
+    "MAX_RESULT_BYTES": (
+        "Largest JSON-encoded return value, checkpoint or output a handler may store; a larger return value fails "
+        "the attempt, a larger checkpoint or output raises in the handler. Nothing of it is written."
+    ),
     "TASK_MODULES": "Extra modules imported to register tasks (besides installed apps' tasks).",
     "DATABASE": "Database alias that holds the queue when a call passes no using=.",
     "SQLITE_BUSY_RETRIES": "Bounded retries of a store transaction on 'database is locked'.",
@@ -86,6 +91,7 @@ RULES: dict[str, tuple[type | tuple[type, ...], int | None]] = {
     "RETENTION_MS": (int, 0),
     "POLL_INTERVAL_MS": (int, 1),
     "MAX_PAYLOAD_BYTES": (int, 1),
+    "MAX_RESULT_BYTES": (int, 1),
     "TASK_MODULES": ((list, tuple), None),
     "DATABASE": (str, None),
     "SQLITE_BUSY_RETRIES": (int, 0),
@@ -115,6 +121,7 @@ class Settings:
     RETENTION_MS: int
     POLL_INTERVAL_MS: int
     MAX_PAYLOAD_BYTES: int
+    MAX_RESULT_BYTES: int
     TASK_MODULES: list[str]
     DATABASE: str
     SQLITE_BUSY_RETRIES: int

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
+from boson_django import conf
 from boson_django.errors import InvalidEnvelope, UnsupportedType
 
 PRIORITY_MIN, PRIORITY_MAX = -100, 100
@@ -138,6 +139,19 @@ def json_text(value: Any, field: str, *, index: int | None = None) -> str:
         return _ENCODER.encode(value)
     except (TypeError, ValueError) as exc:
         raise InvalidEnvelope(field, f"is not JSON: {exc}", index=index) from None
+
+
+def stored_json(value: Any, field: str) -> str:
+    """The JSON text of what a handler stores (a checkpoint, an output), within
+    ``MAX_RESULT_BYTES``: one runaway handler must not bloat every row it is read with."""
+    return within_result_limit(json_text(value, field), field)
+
+
+def within_result_limit(text: str, field: str) -> str:
+    limit = conf.get().MAX_RESULT_BYTES
+    if len(text) > limit:  # ASCII JSON: characters are bytes
+        raise InvalidEnvelope(field, f"is {len(text)} bytes of JSON, over MAX_RESULT_BYTES={limit}")
+    return text
 
 
 def _check_json(value: Any, field: str, index: int | None, depth: int = 0) -> None:

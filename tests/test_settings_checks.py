@@ -62,6 +62,8 @@ BAD_VALUES = [
     ("POLL_INTERVAL_MS", 0, ">= 1"),
     ("MAX_PAYLOAD_BYTES", 0, ">= 1"),
     ("MAX_PAYLOAD_BYTES", 1.5, "must be int"),
+    ("MAX_RESULT_BYTES", 0, ">= 1"),
+    ("MAX_RESULT_BYTES", "16MB", "must be int"),
     ("TASK_MODULES", "tests.testapp.more_tasks", "must be list or tuple"),
     ("DATABASE", 1, "must be str"),
     ("DATABASE", "nope", "names no database"),

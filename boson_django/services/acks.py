@@ -55,7 +55,7 @@ def check(
     if not isinstance(logs, (list, tuple)) or not all(isinstance(x, str) for x in logs):
         raise InvalidEnvelope("logs", "must be a sequence of strings")
     if result is not None:
-        validation.json_text(result, "result")
+        validation.stored_json(result, "result")
     if error is not None and not isinstance(error, str):
         raise InvalidEnvelope("error", f"must be a string, got {type(error).__name__}")
     error = None if error is None else validation.storable_text(error)

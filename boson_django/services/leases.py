@@ -115,7 +115,7 @@ def release(lease: Any, *, using: str | None = None) -> None:
 @_db.store_transaction
 def checkpoint(lease: Any, data: Any, *, using: str | None = None) -> None:
     """Persist step state; the next admission of this job hands it back."""
-    validation.json_text(data, "data")
+    validation.stored_json(data, "data")
     assert using is not None
     job = hold(lease, clock.now(using), using)
     Job.objects.using(using).filter(id=job.id).update(checkpoint=data)
@@ -131,7 +131,7 @@ def put_data(job: Job, kind: str, data: Any, now: datetime, using: str) -> None:
 @_db.store_transaction
 def write_output(lease: Any, data: Any, *, using: str | None = None) -> JobOutput:
     """Store the handler's output (the latest write wins) under the lease."""
-    validation.json_text(data, "data")
+    validation.stored_json(data, "data")
     assert using is not None
     now = clock.now(using)
     job = hold(lease, now, using)

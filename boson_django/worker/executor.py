@@ -28,8 +28,9 @@ from django.db import close_old_connections
 from django.db.backends.signals import connection_created
 from django.dispatch import receiver
 
-from boson_django import registry, taskresults, tracing
+from boson_django import conf, registry, taskresults, tracing, validation
 from boson_django.compat import Task, task_started
+from boson_django.errors import InvalidEnvelope
 from boson_django.services.jobrows import UNREADABLE
 from boson_django.states import Outcome
 from boson_django.worker import logcapture
@@ -92,21 +93,35 @@ def _started(attempt: Attempt, task: Any) -> tuple[Any, list[Any]]:
 _JSON_AS_IS = (type(None), bool, int, str)
 
 
+#: Compact, ASCII, no NaN: the size the limit counts is what is stored (and validation's).
+_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+
 #: The finish of a handler that returned None, the commonest: one object for all of them.
 _RETURNED_NONE = Finish(Outcome.SUCCESS)
 
 
 def _succeeded(value: Any) -> Finish:
-    """A return value is stored as JSON (as Django's backends normalise it)."""
+    """A return value is stored as JSON (as Django's backends normalise it), within
+    ``MAX_RESULT_BYTES``; one that is not JSON, or larger, fails the attempt."""
     if value is None:
         return _RETURNED_NONE
-    if type(value) in _JSON_AS_IS:
+    kind = type(value)
+    if kind in _JSON_AS_IS and not (kind is str and _may_be_too_long(value)):
         return Finish(Outcome.SUCCESS, result=value)
     try:
-        stored = json.loads(json.dumps(value, allow_nan=False))
+        text = _ENCODER.encode(value)
     except (TypeError, ValueError) as exc:
         return failure(TypeError(f"return value is not JSON serializable: {exc}"))
-    return Finish(Outcome.SUCCESS, result=stored)
+    try:
+        validation.within_result_limit(text, "return value")
+    except InvalidEnvelope as exc:
+        return failure(ValueError(str(exc)))
+    return Finish(Outcome.SUCCESS, result=value if kind is str else json.loads(text))
+
+
+def _may_be_too_long(text: str) -> bool:
+    """Its JSON (at most six characters a character, and the quotes) could pass the limit."""
+    return len(text) * 6 + 2 > conf.get().MAX_RESULT_BYTES
 
 
 #: What a handler raises that becomes its attempt's outcome. ``SystemExit`` is the
