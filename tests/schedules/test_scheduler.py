@@ -57,7 +57,7 @@ def test_a_sync_with_nothing_to_change_reads_once_and_locks_nothing(settings, st
     from django.test.utils import CaptureQueriesContext
 
     _declare(settings, tick={"task": NOOP, "every": timedelta(minutes=5)}, tock={"task": NOOP, "cron": "0 * * * *"})
-    assert sync_schedules() == 2
+    sync_schedules()
     with CaptureQueriesContext(connection) as ctx:
         assert sync_schedules() == 0
     assert len(ctx.captured_queries) == 1
