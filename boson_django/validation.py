@@ -20,7 +20,7 @@ MAX_MS = 100 * 365 * 86_400_000
 MAX_COUNT = 2**31 - 1
 #: One encoder for every call: ``json.dumps`` with options builds a new one each time.
 #: ``ensure_ascii`` (the default) keeps the text ASCII, so its length is its size in bytes.
-_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
 #: The text of an empty list, tuple or dict (most envelopes' kwargs and meta): nothing to walk.
 _EMPTY: dict[type, str] = {list: "[]", tuple: "[]", dict: "{}"}
 #: JSON nesting depth accepted: deeper values would overflow Python's recursion limit
@@ -136,7 +136,7 @@ def json_text(value: Any, field: str, *, index: int | None = None) -> str:
         return _EMPTY[type(value)]
     _check_json(value, field, index)
     try:
-        return _ENCODER.encode(value)
+        return ENCODER.encode(value)
     except (TypeError, ValueError) as exc:
         raise InvalidEnvelope(field, f"is not JSON: {exc}", index=index) from None
 

@@ -93,9 +93,6 @@ def _started(attempt: Attempt, task: Any) -> tuple[Any, list[Any]]:
 _JSON_AS_IS = (type(None), bool, int, str)
 
 
-#: Compact, ASCII, no NaN: the size the limit counts is what is stored (and validation's).
-_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
-
 #: The finish of a handler that returned None, the commonest: one object for all of them.
 _RETURNED_NONE = Finish(Outcome.SUCCESS)
 
@@ -109,7 +106,7 @@ def _succeeded(value: Any) -> Finish:
     if kind in _JSON_AS_IS and not (kind is str and _may_be_too_long(value)):
         return Finish(Outcome.SUCCESS, result=value)
     try:
-        text = _ENCODER.encode(value)
+        text = validation.ENCODER.encode(value)
     except (TypeError, ValueError) as exc:
         return failure(TypeError(f"return value is not JSON serializable: {exc}"))
     try:
