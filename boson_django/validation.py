@@ -52,6 +52,22 @@ def storable_text(value: str) -> str:
     return value.replace("\x00", "\\x00").encode("utf-8", "backslashreplace").decode("utf-8")
 
 
+#: Longest error stored with an attempt (its message line and traceback): an exception's
+#: message can be any size (a whole response body, say), stored again with every retry.
+MAX_ERROR_CHARS = 64_000
+
+
+def clipped(text: str, limit: int) -> str:
+    """``text`` within ``limit`` characters: its start and its end, with how much was left
+    out between them. A traceback keeps its header (the exception's class and message)
+    and its innermost frames and last line."""
+    if len(text) <= limit:
+        return text
+    head = limit // 4
+    tail = limit - head - 64  # the marker is shorter than 64 characters
+    return f"{text[:head]}\n[... {len(text) - head - tail} characters left out ...]\n{text[-tail:]}"
+
+
 def optional_name(value: Any, field: str, *, index: int | None = None, max_len: int = MAX_NAME) -> str | None:
     return None if value is None else name(value, field, index=index, max_len=max_len)
 

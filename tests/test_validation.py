@@ -9,7 +9,7 @@ from decimal import Decimal
 import pytest
 from django.test import override_settings
 
-from boson_django import clock, services
+from boson_django import clock, services, validation
 from boson_django.errors import InvalidEnvelope
 from boson_django.models import (
     Bucket, Duty, Job, JobData, QuarantinedFingerprint, Queue, Run, StoreClock, TaskConfig,
@@ -308,3 +308,16 @@ def test_good_edge_values_are_accepted(store_clock):
     assert [r.disposition for r in results] == ["created"] * 4
     unit = services.admit("w", [], 1)[0]
     assert services.ack(unit.lease, Outcome.SNOOZE, delay_ms=1) == "scheduled"
+
+
+@pytest.mark.parametrize("size", [0, 199, 200, 201, 10_000])
+def test_clipped_keeps_the_start_and_the_end_within_the_limit(size):
+    text = "".join(chr(ord("a") + i % 26) for i in range(size))
+    out = validation.clipped(text, 200)
+    if size <= 200:
+        assert out == text
+        return
+    head, marker, tail = out.split("\n")
+    left = int(marker.removeprefix("[... ").removesuffix(" characters left out ...]"))
+    assert len(out) <= 200 and text.startswith(head) and text.endswith(tail)
+    assert len(head) + left + len(tail) == size

@@ -58,7 +58,7 @@ def check(
         validation.stored_json(result, "result")
     if error is not None and not isinstance(error, str):
         raise InvalidEnvelope("error", f"must be a string, got {type(error).__name__}")
-    error = None if error is None else validation.storable_text(error)
+    error = None if error is None else validation.clipped(validation.storable_text(error), validation.MAX_ERROR_CHARS)
     return Checked(parsed, delay, weight, logs, result, error)
 
 

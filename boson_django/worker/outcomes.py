@@ -13,8 +13,13 @@ import traceback
 from dataclasses import dataclass
 from typing import Any
 
+from boson_django import validation
 from boson_django.errors import StoreError
 from boson_django.states import Outcome
+
+#: The exception's message on the error's first line (the traceback's last line has it
+#: too, within ``validation.MAX_ERROR_CHARS`` of the whole).
+MAX_MESSAGE_CHARS = 4_000
 
 
 @dataclass(frozen=True)
@@ -94,7 +99,7 @@ def _path(cls: type) -> str:
 
 def error_text(exc: BaseException) -> str:
     """``dotted.ExceptionClass: message`` then the traceback (see taskresults.task_error)."""
-    message = _message(exc).replace("\n", " ")
+    message = validation.clipped(_message(exc).replace("\n", " "), MAX_MESSAGE_CHARS)
     tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     return f"{_path(type(exc))}: {message}\n{tb}"
 

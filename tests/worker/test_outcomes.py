@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from boson_django import services
+from boson_django import services, validation
 from boson_django.compat import TaskResultStatus, task_finished, task_started
 from boson_django.models import Job
-from tests.testapp.tasks import add, async_add, async_exits, chooses, exits, noop, raises_unprintable
+from tests.testapp.tasks import add, async_add, async_exits, chooses, exits, fail, noop, raises_unprintable
 from tests.worker.conftest import ThreadWorker, burst, job, state, wait_until
 
 
@@ -136,3 +136,18 @@ def test_an_exception_that_cannot_be_described_is_still_named(live_clock):
     assert services.errors(result.id)[0].error.startswith(
         "tests.testapp.tasks.Unprintable: <exception str() failed>\n"
     )
+
+
+def test_a_huge_exception_message_is_stored_clipped_with_its_frames(live_clock):
+    """A message of any size (a response body, say) was stored whole, again with each
+    retry; the error keeps its class, the message's start and end and the frames."""
+    message = "x" * 150_000 + "END"
+    result = fail.using(max_attempts=1).enqueue(message)
+    burst()
+    (record,) = services.errors(result.id)
+    assert len(record.error) <= validation.MAX_ERROR_CHARS
+    assert record.error.startswith("builtins.ValueError: xxxx")
+    assert "characters left out" in record.error and record.error.endswith("END\n")
+    (error,) = fail.get_result(result.id).errors
+    assert error.exception_class is ValueError
+    assert 'in fail\n    raise ValueError(message)' in error.traceback
