@@ -121,10 +121,12 @@ def _may_be_too_long(text: str) -> bool:
     return len(text) * 6 + 2 > conf.get().MAX_RESULT_BYTES
 
 
-#: What a handler raises that becomes its attempt's outcome. ``SystemExit`` is the
+#: What a sync handler raises that becomes its attempt's outcome. ``SystemExit`` is the
 #: handler's ``sys.exit()``, not the worker's: Django's own backends record every exception
-#: but ``KeyboardInterrupt`` as the task's failure. Escaping, it killed the event loop
-#: thread every async handler shares, and their jobs stayed running until reclaimed.
+#: but ``KeyboardInterrupt`` as the task's failure, which inline (``run_until_idle`` in the
+#: main thread) is a Ctrl-C. On a pool thread anything else is delivered as a failure too;
+#: async handlers get everything but cancellation (escaping, ``SystemExit`` ended the event
+#: loop every async handler shares, and their jobs stayed running until reclaimed).
 HANDLER_FAILURES = (Exception, SystemExit)
 
 
@@ -157,8 +159,8 @@ async def run_async(attempt: Attempt, task: Any) -> Finish:
             finish = _succeeded(value)
         except asyncio.CancelledError:
             finish = failure(attempt.interruption or asyncio.CancelledError("handler cancelled"))
-        except HANDLER_FAILURES as exc:
-            finish = _ended(exc)
+        except BaseException as exc:  # noqa: BLE001 -- no signal reaches the loop thread: whatever
+            finish = _ended(exc)  # is raised here is the handler's, and escaping it ends the loop
         finally:
             await sync_to_async(close_old_connections)()  # the thread its sync calls used
     return finish.with_logs(logs.collect())

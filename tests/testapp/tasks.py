@@ -199,6 +199,12 @@ async def async_exits(code: int) -> None:
     sys.exit(code)
 
 
+@task
+async def async_interrupts() -> None:
+    """Only the handler itself can raise this on the event loop's thread."""
+    raise KeyboardInterrupt
+
+
 class Unprintable(Exception):
     def __str__(self) -> str:
         raise RuntimeError("this exception cannot be described")

@@ -7,7 +7,7 @@ import pytest
 from boson_django import services, validation
 from boson_django.compat import TaskResultStatus, task_finished, task_started
 from boson_django.models import Job
-from tests.testapp.tasks import add, async_add, async_exits, chooses, exits, fail, noop, raises_unprintable
+from tests.testapp.tasks import add, async_add, async_exits, async_interrupts, chooses, exits, fail, noop, raises_unprintable
 from tests.worker.conftest import ThreadWorker, burst, job, state, wait_until
 
 
@@ -114,16 +114,20 @@ def test_a_return_value_that_is_not_json_is_a_failure(live_clock):
     assert services.errors(result.id)[0].error.startswith("builtins.TypeError: return value is not JSON serializable")
 
 
-@pytest.mark.parametrize("handler", [exits, async_exits], ids=["sync", "async"])
-def test_a_handler_calling_sys_exit_fails_its_job_and_the_worker_goes_on(live_clock, handler):
+@pytest.mark.parametrize("enqueue, raised", [
+    (lambda: exits.using(max_attempts=1).enqueue(3), SystemExit),
+    (lambda: async_exits.using(max_attempts=1).enqueue(3), SystemExit),
+    (lambda: async_interrupts.using(max_attempts=1).enqueue(), KeyboardInterrupt),
+], ids=["sync-exit", "async-exit", "async-interrupt"])
+def test_a_handler_calling_sys_exit_fails_its_job_and_the_worker_goes_on(live_clock, enqueue, raised):
     """As Django's own backends record it. Escaping an async handler, ``SystemExit`` ended
     the event loop every async handler shares: both jobs stayed running."""
-    exited = handler.using(max_attempts=1).enqueue(3)
+    exited = enqueue()
     after = async_add.enqueue(1, 2)
     with ThreadWorker():
         wait_until(lambda: state(exited.id) == "failed" and state(after.id) == "completed", what="both jobs ended")
-    (error,) = handler.get_result(exited.id).errors
-    assert error.exception_class is SystemExit
+    (error,) = exited.task.get_result(exited.id).errors
+    assert error.exception_class is raised
     assert async_add.get_result(after.id).return_value == 3
 
 
