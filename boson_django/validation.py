@@ -20,7 +20,7 @@ MAX_MS = 100 * 365 * 86_400_000
 MAX_COUNT = 2**31 - 1
 #: One encoder for every call: ``json.dumps`` with options builds a new one each time.
 #: ``ensure_ascii`` (the default) keeps the text ASCII, so its length is its size in bytes.
-ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
 #: The text of an empty list, tuple or dict (most envelopes' kwargs and meta): nothing to walk.
 _EMPTY: dict[type, str] = {list: "[]", tuple: "[]", dict: "{}"}
 #: JSON nesting depth accepted: deeper values would overflow Python's recursion limit
@@ -152,18 +152,15 @@ def json_text(value: Any, field: str, *, index: int | None = None) -> str:
         return _EMPTY[type(value)]
     _check_json(value, field, index)
     try:
-        return ENCODER.encode(value)
+        return _ENCODER.encode(value)
     except (TypeError, ValueError) as exc:
         raise InvalidEnvelope(field, f"is not JSON: {exc}", index=index) from None
 
 
 def stored_json(value: Any, field: str) -> str:
-    """The JSON text of what a handler stores (a checkpoint, an output), within
+    """The JSON text of what a handler stores (a result, a checkpoint, an output), within
     ``MAX_RESULT_BYTES``: one runaway handler must not bloat every row it is read with."""
-    return within_result_limit(json_text(value, field), field)
-
-
-def within_result_limit(text: str, field: str) -> str:
+    text = json_text(value, field)
     limit = conf.get().MAX_RESULT_BYTES
     if len(text) > limit:  # ASCII JSON: characters are bytes
         raise InvalidEnvelope(field, f"is {len(text)} bytes of JSON, over MAX_RESULT_BYTES={limit}")

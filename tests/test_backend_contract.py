@@ -350,15 +350,16 @@ def test_enqueued_arguments_are_normalised_like_django(store_clock):
 
 
 @pytest.mark.parametrize("value", ["a\x00b", "\ud800", {"k\x00": 1}], ids=["nul", "lone-surrogate", "nul-key"])
-def test_a_return_value_the_store_cannot_hold_still_ends_the_job(live_clock, value):
-    """JSON that PostgreSQL's jsonb refuses (a NUL, a lone surrogate): the job must end,
-    not stay running with an ack that can never commit."""
-    from boson_django.models import Job
+def test_a_return_value_the_store_cannot_hold_fails_the_attempt_on_every_database(live_clock, value):
+    """Text PostgreSQL cannot hold (a NUL, a lone surrogate) is refused on every database,
+    as at enqueue: the attempt fails naming ``result`` (it must not stay running with an
+    ack that can never commit, nor succeed on SQLite and fail on PostgreSQL)."""
+    from boson_django import services
     from tests.worker.conftest import burst
 
     result = contract_tasks.returns_value.using(max_attempts=1).enqueue(0)
     contract_tasks.RETURN_OVERRIDE[result.id] = value
     burst()
-    assert Job.objects.get(id=result.id).state in ("completed", "failed")
-    status = contract_tasks.returns_value.get_result(result.id).status
-    assert status in (TaskResultStatus.SUCCESSFUL, TaskResultStatus.FAILED)
+    assert contract_tasks.returns_value.get_result(result.id).status == TaskResultStatus.FAILED
+    (record,) = services.errors(result.id)
+    assert record.error.startswith("boson_django.errors.InvalidEnvelope: result: ")

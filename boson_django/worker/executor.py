@@ -28,9 +28,8 @@ from django.db import close_old_connections
 from django.db.backends.signals import connection_created
 from django.dispatch import receiver
 
-from boson_django import conf, registry, taskresults, tracing, validation
+from boson_django import registry, taskresults, tracing
 from boson_django.compat import Task, task_started
-from boson_django.errors import InvalidEnvelope
 from boson_django.services.jobrows import UNREADABLE
 from boson_django.states import Outcome
 from boson_django.worker import logcapture
@@ -98,27 +97,18 @@ _RETURNED_NONE = Finish(Outcome.SUCCESS)
 
 
 def _succeeded(value: Any) -> Finish:
-    """A return value is stored as JSON (as Django's backends normalise it), within
-    ``MAX_RESULT_BYTES``; one that is not JSON, or larger, fails the attempt."""
+    """A return value is stored as JSON (as Django's backends normalise it). The ack
+    checks what the store can hold (``MAX_RESULT_BYTES``, no NUL): a refused result is
+    the attempt's failure, naming ``result``."""
     if value is None:
         return _RETURNED_NONE
-    kind = type(value)
-    if kind in _JSON_AS_IS and not (kind is str and _may_be_too_long(value)):
+    if type(value) in _JSON_AS_IS:
         return Finish(Outcome.SUCCESS, result=value)
     try:
-        text = validation.ENCODER.encode(value)
+        stored = json.loads(json.dumps(value, allow_nan=False))
     except (TypeError, ValueError) as exc:
         return failure(TypeError(f"return value is not JSON serializable: {exc}"))
-    try:
-        validation.within_result_limit(text, "return value")
-    except InvalidEnvelope as exc:
-        return failure(ValueError(str(exc)))
-    return Finish(Outcome.SUCCESS, result=value if kind is str else json.loads(text))
-
-
-def _may_be_too_long(text: str) -> bool:
-    """Its JSON (at most six characters a character, and the quotes) could pass the limit."""
-    return len(text) * 6 + 2 > conf.get().MAX_RESULT_BYTES
+    return Finish(Outcome.SUCCESS, result=stored)
 
 
 #: What a sync handler raises that becomes its attempt's outcome. ``SystemExit`` is the

@@ -4,6 +4,8 @@ nothing of it is written."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from boson_django import services
@@ -40,8 +42,10 @@ def test_a_return_value_over_the_limit_fails_its_attempt(live_clock, small_limit
         return
     assert got.status == TaskResultStatus.FAILED
     (error,) = got.errors
-    assert error.exception_class is ValueError
-    assert f"over MAX_RESULT_BYTES={LIMIT}" in error.traceback
+    assert error.exception_class is InvalidEnvelope
+    (record,) = services.errors(result.id)
+    assert re.match(f"boson_django.errors.InvalidEnvelope: result: is \\d+ bytes of JSON, over MAX_RESULT_BYTES={LIMIT}\n",
+                    record.error)
     assert not JobData.objects.filter(job_id=result.id, kind=JobData.Kind.RESULT).exists()
 
 
