@@ -9,6 +9,7 @@ from typing import Any
 
 from django.conf import settings as django_settings
 from django.core import checks
+from django.core.exceptions import ImproperlyConfigured
 from django.db import connections
 
 from boson_django import conf, validation
@@ -67,6 +68,20 @@ def check_task_modules(app_configs: Any = None, **kwargs: Any) -> list[checks.Ch
             registry.import_tasks(module, optional)
         except Exception as exc:  # noqa: BLE001 -- any error of the user's module, named
             return [_failed_import(module, exc)]
+    return _schedule_names_taken_twice()
+
+
+def _schedule_names_taken_twice() -> list[checks.CheckMessage]:
+    """A schedule name declared twice (in code and in ``SCHEDULES``, say) can be seen only
+    once every module of tasks is imported; the scheduler would refuse to sync any."""
+    from boson_django.schedules.declared import declared
+
+    try:
+        declared()
+    except ImproperlyConfigured as exc:
+        return [checks.Error(str(exc), id="boson.E007")]
+    except Exception:  # noqa: BLE001 -- a bad SCHEDULES entry: check_settings names it
+        return []
     return []
 
 
@@ -91,8 +106,10 @@ def _bad_value(key: str, value: Any) -> str | None:
         return f"must be {names}, got {type(value).__name__} {value!r}."
     if minimum is not None and value < minimum:
         return f"must be >= {minimum}, got {value!r}."
-    if key.endswith("_MS") and value > validation.MAX_MS:
-        return f"must be <= {validation.MAX_MS} (100 years), got {value!r}."
+    if kind is int:
+        top, why = _maximum(key)
+        if value > top:
+            return f"must be <= {top} ({why}), got {value!r}."
     if key == "DATABASE" and value not in connections.settings:
         return f"names no database in DATABASES: {value!r}."
     if key == "NOTIFY_CHANNEL" and not (value.isidentifier() and value.isascii() and len(value) <= 63):
@@ -107,6 +124,16 @@ def _bad_value(key: str, value: Any) -> str | None:
         except Exception:  # noqa: BLE001 -- a module of tasks fails to import: boson.E005 names it
             return None
     return None
+
+
+def _maximum(key: str) -> tuple[int, str]:
+    """The largest value a whole-number setting may take, and why: past it an enqueue, a
+    sweep or the worker's start fails with an error that does not name the setting."""
+    if key == "SWEEP_INTERVAL_MS":
+        return validation.MAX_MS // conf.SWEEP_DUTY_INTERVALS, "a sweep's duty lease of three intervals is at most 100 years"
+    if key.endswith("_MS"):
+        return validation.MAX_MS, "100 years"
+    return validation.MAX_COUNT, "the store's 32-bit counts"
 
 
 def _unimportable(modules: Any) -> str | None:

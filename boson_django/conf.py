@@ -58,7 +58,7 @@ DOCS: dict[str, str] = {
     "SQLITE_BUSY_RETRIES": "Bounded retries of a store transaction on 'database is locked'.",
     "CONCURRENCY": "Jobs one worker runs at once (boson_worker --concurrency overrides it).",
     "HEARTBEAT_MS": "How often a worker renews its leases (also at most a third of a job's lease_ms).",
-    "SWEEP_INTERVAL_MS": "How often workers run promote/reclaim/evict, under duty leases of this length.",
+    "SWEEP_INTERVAL_MS": "How often workers run promote/reclaim/evict, under duty leases three intervals long (at least 1 s).",
     "SWEEP_BATCH": "Most jobs one sweep call touches.",
     "SHUTDOWN_GRACE_MS": "On SIGTERM, how long running jobs may finish before they are released.",
     "NOTIFY": "PostgreSQL: wake idle workers with LISTEN/NOTIFY (False = poll only, e.g. PgBouncer).",
@@ -80,6 +80,10 @@ DOCS: dict[str, str] = {
     "EMBEDDED_WORKER": "Start a worker thread inside each web process, with the first request it serves (see boson_django.worker.embedded).",
     "SCHEDULES": "Periodic jobs declared in settings: name -> {task, cron or every, timezone, missed, args, ...} (docs/schedules.md).",
 }
+
+#: A sweep's duty lease lasts this many sweep intervals (and at least a second), so a
+#: holder that is late for one renewal keeps its duty.
+SWEEP_DUTY_INTERVALS = 3
 
 #: key -> (type or types, minimum) used by checks.py.
 RULES: dict[str, tuple[type | tuple[type, ...], int | None]] = {

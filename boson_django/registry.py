@@ -74,8 +74,12 @@ def _allowed_module(module: str) -> bool:
 
 
 def _forget_allowed(**_: Any) -> None:
-    """``TASK_MODULES`` or ``INSTALLED_APPS`` may have changed (``override_settings``)."""
+    """``TASK_MODULES`` or ``INSTALLED_APPS`` may have changed (``override_settings``):
+    what may run is decided again, and the modules now listed are imported at the next
+    lookup (a discovery made under an override must not stand for the settings after it)."""
+    global _discovered
     _allowed.clear()
+    _discovered = False
 
 
 setting_changed.connect(_forget_allowed, dispatch_uid="boson_django.registry.forget_allowed")

@@ -37,6 +37,17 @@ def test_the_test_settings_pass_the_checks():
     call_command("check")
 
 
+def test_a_schedule_named_twice_in_code_and_settings_is_reported():
+    """Each is valid alone; together the scheduler refused to sync any schedule."""
+    pytest.importorskip("cronsim")
+    taken = "tests.testapp.cron_tasks.nightly"
+    (message,) = boson_messages(
+        TASK_MODULES=[*BASE["TASK_MODULES"], "tests.testapp.cron_tasks"],
+        SCHEDULES={taken: {"task": NOOP, "every": timedelta(hours=1)}},
+    )
+    assert message.id == "boson.E007" and f"schedule {taken!r} is declared twice" in message.msg
+
+
 def test_use_tz_false_is_reported():
     """Every time the queue keeps is aware UTC; without USE_TZ the first enqueue failed
     with Django's error about aware datetimes, naming neither setting."""
@@ -68,6 +79,12 @@ BAD_VALUES = [
     ("DATABASE", 1, "must be str"),
     ("DATABASE", "nope", "names no database"),
     ("SQLITE_BUSY_RETRIES", -1, ">= 0"),
+    # past these an enqueue (32-bit counts), the worker's start (gc.set_threshold takes a C
+    # int) or every sweep (a duty lease of three intervals) failed, naming no setting
+    ("MAX_ATTEMPTS", 2**31, "<= 2147483647 (the store's 32-bit counts)"),
+    ("CRASH_LIMIT", 2**31, "<= 2147483647"),
+    ("GC_THRESHOLD", 2**31, "<= 2147483647"),
+    ("SWEEP_INTERVAL_MS", 100 * 365 * 86_400_000 // 3 + 1, "<= 1051200000000 (a sweep's duty lease"),
 ]
 
 

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from boson_django import services
+from boson_django import conf, services
 from boson_django.schedules.scheduler import DUTY as SCHEDULE_DUTY, run_due as run_schedules
 from boson_django.services.throughput import prune_throughput
 
@@ -51,7 +51,7 @@ class Sweeper:
 
     @property
     def duty_lease_ms(self) -> int:
-        return max(self.interval_ms * 3, 1_000)
+        return max(self.interval_ms * conf.SWEEP_DUTY_INTERVALS, 1_000)
 
     def seconds_left(self) -> float:
         return max(self.last + self.interval_ms / 1000 - time.monotonic(), 0.0)
