@@ -81,7 +81,7 @@ def _schedule_names_taken_twice() -> list[checks.CheckMessage]:
     except ImproperlyConfigured as exc:
         return [checks.Error(str(exc), id="boson.E007")]
     except Exception:  # noqa: BLE001 -- a bad SCHEDULES entry: check_settings names it
-        return []
+        pass
     return []
 
 
@@ -130,7 +130,8 @@ def _maximum(key: str) -> tuple[int, str]:
     """The largest value a whole-number setting may take, and why: past it an enqueue, a
     sweep or the worker's start fails with an error that does not name the setting."""
     if key == "SWEEP_INTERVAL_MS":
-        return validation.MAX_MS // conf.SWEEP_DUTY_INTERVALS, "a sweep's duty lease of three intervals is at most 100 years"
+        intervals = conf.SWEEP_DUTY_INTERVALS
+        return validation.MAX_MS // intervals, f"a sweep's duty lease of {intervals} intervals is at most 100 years"
     if key.endswith("_MS"):
         return validation.MAX_MS, "100 years"
     return validation.MAX_COUNT, "the store's 32-bit counts"

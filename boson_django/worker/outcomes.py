@@ -16,10 +16,7 @@ from typing import Any
 from boson_django import validation
 from boson_django.errors import StoreError
 from boson_django.states import Outcome
-
-#: The exception's message on the error's first line (the traceback's last line has it
-#: too, within ``validation.MAX_ERROR_CHARS`` of the whole).
-MAX_MESSAGE_CHARS = 4_000
+from boson_django.worker.logcapture import MAX_LINE_CHARS
 
 
 @dataclass(frozen=True)
@@ -99,7 +96,7 @@ def _path(cls: type) -> str:
 
 def error_text(exc: BaseException) -> str:
     """``dotted.ExceptionClass: message`` then the traceback (see taskresults.task_error)."""
-    message = validation.clipped(_message(exc).replace("\n", " "), MAX_MESSAGE_CHARS)
+    message = validation.clipped(_message(exc).replace("\n", " "), MAX_LINE_CHARS)  # a line, as a log line
     tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     return f"{_path(type(exc))}: {message}\n{tb}"
 
