@@ -11,6 +11,7 @@ from django.conf import settings as django_settings
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
 from django.db import connections
+from django.utils import autoreload
 
 from boson_django import conf, validation
 
@@ -65,7 +66,9 @@ def check_task_modules(app_configs: Any = None, **kwargs: Any) -> list[checks.Ch
         return []
     for module, optional in modules:
         try:
-            registry.import_tasks(module, optional)
+            # check_errors: an autoreloader (runserver's, boson_worker --reload) then
+            # watches the file that failed, no module of which is left to watch.
+            autoreload.check_errors(registry.import_tasks)(module, optional)
         except Exception as exc:  # noqa: BLE001 -- any error of the user's module, named
             return [_failed_import(module, exc)]
     return _schedule_names_taken_twice()

@@ -150,9 +150,10 @@ class Worker:
             self._finish(executor)
         return 0
 
-    def stop(self) -> None:
-        """Ask the loop to stop gracefully (what SIGTERM does); safe from any thread."""
-        self.shutdown.request("stop()")
+    def stop(self, reason: str = "stop()") -> None:
+        """Ask the loop to stop gracefully (what SIGTERM does); safe from any thread.
+        ``reason`` is logged with the stop."""
+        self.shutdown.request(reason)
 
     def _start(self) -> Executor:
         if self.options.handle_signals:
@@ -178,7 +179,7 @@ class Worker:
 
     def _finish(self, executor: Executor) -> None:
         for step in (self._forget_waker, self._stop_acker, self.sweeper.release, executor.shutdown, logcapture.uninstall,
-                     gctuning.restore_threshold, self.shutdown.uninstall, self._give_back_connection):
+                     gctuning.restore_threshold, self._uninstall_signals, self._give_back_connection):
             try:
                 step()
             except Exception:  # noqa: BLE001 -- best effort on the way out
@@ -186,6 +187,12 @@ class Worker:
         if self.listener is not None:
             self.listener.stop()
         log.info("boson: worker %s stopped after %d jobs", self.worker_id, self.admitted)
+
+    def _uninstall_signals(self) -> None:
+        """Only what ``_start`` installed: a reloading worker's handlers belong to the main
+        thread that installed them (:mod:`.reloading`), and only it may take them back."""
+        if self.options.handle_signals:
+            self.shutdown.uninstall()
 
     def _give_back_connection(self) -> None:
         _db.undedicate(connections[self.using])

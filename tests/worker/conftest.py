@@ -29,7 +29,11 @@ def job(job_id: str) -> Any:
     return Job.objects.get(id=job_id)
 
 
+import os  # noqa: E402
 import pathlib  # noqa: E402
+import signal  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 
@@ -187,3 +191,59 @@ def waiting_backend(pattern: str) -> int | None:
         )
         row = cursor.fetchone()
     return row[0] if row else None
+
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+class Proc:
+    """A worker subprocess (``python -m django boson_worker``) whose log goes to a file the
+    test can wait on. It leads a process group of its own, so that the ``procs`` fixture
+    also ends the children of a reloading worker."""
+
+    def __init__(self, folder: pathlib.Path, name: str, *args: str, settings: str = "tests.settings",
+                 path: pathlib.Path | None = None):
+        from django.db import connection
+
+        self.log = folder / f"{name}.log"
+        env = dict(
+            os.environ, DJANGO_SETTINGS_MODULE=settings, PYTHONPATH=os.pathsep.join(map(str, filter(None, (path, ROOT)))),
+            BOSON_TEST_DB=os.environ.get("BOSON_TEST_DB", "sqlite"),
+            BOSON_PG_NAME=str(connection.settings_dict["NAME"]),
+        )
+        command = [sys.executable, "-m", "django", "boson_worker", "--poll-interval-ms", "50", "--worker-id", name, *args]
+        with open(self.log, "w") as out:
+            self.popen = subprocess.Popen(command, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+                                          start_new_session=True)
+
+    def text(self) -> str:
+        return self.log.read_text()
+
+    def says(self, text: str) -> bool:
+        return text in self.text()
+
+    def wait_for_line(self, text: str) -> None:
+        wait_until(lambda: self.says(text) or self.popen.poll() is not None, what=f"{text!r} in {self.log.name}")
+        assert self.says(text), self.text()
+
+    def exit_code(self, timeout: float = 30) -> int:
+        try:
+            return self.popen.wait(timeout)
+        finally:
+            if self.popen.poll() is None:
+                self.kill()
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.popen.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.popen.wait(10)
+
+
+@pytest.fixture
+def procs() -> Iterator[list[Proc]]:
+    started: list[Proc] = []
+    yield started
+    for proc in started:
+        proc.kill()

@@ -7,61 +7,14 @@ the database.
 
 from __future__ import annotations
 
-import os
-import pathlib
 import signal
-import subprocess
-import sys
 
 import pytest
-from django.db import connection
 
 from boson_django import services
 from boson_django.models import Run
 from tests.testapp.tasks import gated, noop
-from tests.worker.conftest import job, started_file, state, wait_until
-
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-
-
-class Proc:
-    """A worker subprocess whose log goes to a file the test can wait on."""
-
-    def __init__(self, folder: pathlib.Path, name: str, *args: str):
-        self.log = folder / f"{name}.log"
-        env = dict(
-            os.environ, DJANGO_SETTINGS_MODULE="tests.settings", PYTHONPATH=str(ROOT),
-            BOSON_TEST_DB=os.environ.get("BOSON_TEST_DB", "sqlite"),
-            BOSON_PG_NAME=str(connection.settings_dict["NAME"]),
-        )
-        command = [sys.executable, "-m", "django", "boson_worker", "--poll-interval-ms", "50", "--worker-id", name, *args]
-        with open(self.log, "w") as out:
-            self.popen = subprocess.Popen(command, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
-
-    def says(self, text: str) -> bool:
-        return text in self.log.read_text()
-
-    def wait_for_line(self, text: str) -> None:
-        wait_until(lambda: self.says(text) or self.popen.poll() is not None, what=f"{text!r} in {self.log.name}")
-        assert self.says(text), self.log.read_text()
-
-    def exit_code(self, timeout: float = 30) -> int:
-        try:
-            return self.popen.wait(timeout)
-        finally:
-            if self.popen.poll() is None:
-                self.popen.kill()
-
-
-@pytest.fixture
-def procs():
-    started: list[Proc] = []
-    yield started
-    for proc in started:
-        if proc.popen.poll() is None:
-            proc.popen.kill()
-            proc.popen.wait(10)
-
+from tests.worker.conftest import Proc, job, started_file, state, wait_until
 
 def test_sigkill_mid_job_is_reclaimed_and_completed_exactly_once(live_clock, tmp_path, procs):
     result = gated.enqueue(str(tmp_path), 11)

@@ -9,7 +9,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from boson_django.management.store import checked_alias
-from boson_django.worker import Worker, WorkerOptions
+from boson_django.worker import Worker, WorkerOptions, reloading
 
 
 class Command(BaseCommand):
@@ -32,9 +32,22 @@ class Command(BaseCommand):
         parser.add_argument("--metrics-addr",
                             help="Address the metrics port listens on (default 0.0.0.0, every interface; "
                                  "127.0.0.1 keeps it to this machine).")
+        parser.add_argument("--reload", action="store_true",
+                            help="Development: restart when a Python file changes, as runserver does "
+                                 "(running jobs finish or are released first).")
+
+    def execute(self, *args: Any, **options: Any) -> Any:
+        """With ``--reload`` the checks run in the reloading child, where one that fails
+        waits for the fix instead of ending the command (as runserver's do)."""
+        self._deferred_checks = bool(options.get("reload")) and not options.get("skip_checks")
+        if self._deferred_checks:
+            options["skip_checks"] = True
+        return super().execute(*args, **options)
 
     def handle(self, *args: Any, **options: Any) -> None:
         _log_to_stderr(options["verbosity"])
+        if options["reload"] and not reloading.in_child():
+            _exit(reloading.supervise())
         _serve_metrics(options["metrics_port"], options["metrics_addr"])
         using = checked_alias(options["database"])
         grace = options["grace_seconds"]
@@ -48,8 +61,20 @@ class Command(BaseCommand):
             worker_id=options["worker_id"],
             grace_ms=None if grace is None else int(grace * 1000),
             using=using,
+            handle_signals=not options["reload"],
         ))
+        if options["reload"]:
+            _exit(reloading.watch(worker, prepare=self.check if self._deferred_checks else _nothing))
         worker.run()
+
+
+def _nothing() -> None:
+    pass
+
+
+def _exit(status: int) -> None:
+    """End the command with ``status`` (0 included: nothing runs after the reloader)."""
+    raise SystemExit(status)
 
 
 def _serve_metrics(port: int | None, addr: str | None) -> None:
