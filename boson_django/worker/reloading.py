@@ -87,16 +87,24 @@ def watch(worker: Worker, prepare: Callable[[], None]) -> int:
     thread = threading.Thread(target=_work, args=(worker, prepare, reloader), name="boson-worker", daemon=True)
     thread.start()
     log.info("boson: watching for file changes with %s", type(reloader).__name__)
+    changed: list[str] = []
+
+    def note(file_path: object, **_kwargs: object) -> None:  # None: leaves Django's decision alone
+        changed.append(str(file_path))
+
+    autoreload.file_changed.connect(note, weak=False)
     try:
         reloader.run(thread)
     except SystemExit as exit_:  # Django's trigger_reload: a watched file changed
         if exit_.code != RELOAD_STATUS:
             raise
-        log.info("boson: code changed; the worker restarts once its running jobs are done")
+        log.info("boson: %s changed; the worker restarts once its running jobs are done",
+                 changed[-1] if changed else "a file")
         worker.stop("code changed")
         thread.join()
         return RELOAD_STATUS
     finally:
+        autoreload.file_changed.disconnect(note)
         worker.shutdown.uninstall()
     thread.join()
     return 0

@@ -43,7 +43,7 @@ def test_a_change_restarts_the_worker_once_its_running_job_is_done(live_clock, t
     procs.append(proc)
     running = gated.enqueue(str(tmp_path), 7)
     started_file(tmp_path, running.id)
-    change_until(tmp_path / "reload_settings.py", proc, "code changed")
+    change_until(tmp_path / "reload_settings.py", proc, "reload_settings.py changed; the worker restarts once its running jobs are done")
     assert state(running.id) == "running"  # its handler waits for the go-ahead: no restart yet
     assert proc.text().count("worker w-reload up") == 1
     (tmp_path / "go").write_text("go")
