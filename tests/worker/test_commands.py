@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from datetime import timedelta
 
 import pytest
 from django.core.management import call_command
@@ -86,6 +87,22 @@ def test_worker_options_out_of_range_are_refused_by_name(live_clock, option, val
         call_command("boson_worker", "--burst", option, value)
     assert option in str(refused.value) and says in str(refused.value)
     assert state(waiting.id) == "available"  # no worker ran
+
+
+@pytest.mark.parametrize("command, option, value, says", [
+    ("boson_sweep", "--batch", "-3", "must be a whole number >= 1, got '-3'"),
+    ("boson_sweep", "--batch", "0", "must be a whole number >= 1, got '0'"),
+    ("boson_status", "--leases", "-5", "must be a whole number >= 0, got '-5'"),
+])
+def test_status_and_sweep_options_out_of_range_are_refused_by_name(live_clock, command, option, value, says):
+    """Not a traceback from the store (a negative slice, a sweep's ``limit``), nor a sweep
+    of nothing reported as done."""
+    due = noop.using(run_after=live_clock.now() + timedelta(seconds=1)).enqueue()
+    live_clock.advance(2_000)  # due: a sweep would promote it
+    with pytest.raises(CommandError) as refused:
+        call_command(command, option, value)
+    assert option in str(refused.value) and says in str(refused.value)
+    assert state(due.id) == "scheduled"
 
 
 @pytest.mark.parametrize("command", ["boson_worker", "boson_status", "boson_sweep", "boson_check"])

@@ -13,6 +13,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.db.models import Count
 
 from boson_django import clock
+from boson_django.management import arguments
 from boson_django.management.store import checked_alias
 from boson_django.models import Duty, Job, Queue
 from boson_django.states import JobState
@@ -37,7 +38,7 @@ class Command(BaseCommand):
     help = "Show queues x states, running leases, duties, quarantined jobs and the oldest waiting job."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--leases", type=int, default=20, help="How many running leases to list.")
+        parser.add_argument("--leases", type=arguments.whole(0), default=20, help="How many running leases to list.")
         parser.add_argument("--database", help="Database alias of the store (default BOSON['DATABASE']).")
 
     def handle(self, *args: Any, **options: Any) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from boson_django import conf
+from boson_django.management import arguments
 from boson_django.management.store import checked_alias
 from boson_django.worker.runtime import default_worker_id
 from boson_django.worker.sweeper import Sweeper
@@ -17,7 +18,7 @@ class Command(BaseCommand):
     help = "Run the sweeps once: promote due jobs, reclaim expired leases, evict finished jobs."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--batch", type=int, help="Most jobs per sweep call (default BOSON['SWEEP_BATCH']).")
+        parser.add_argument("--batch", type=arguments.positive, help="Most jobs per sweep call (default BOSON['SWEEP_BATCH']).")
         parser.add_argument("--database", help="Database alias of the store (default BOSON['DATABASE']).")
 
     def handle(self, *args: Any, **options: Any) -> None:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
 import logging
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from boson_django.management import arguments
 from boson_django.management.store import checked_alias
 from boson_django.worker import Worker, WorkerOptions, reloading
 
@@ -16,18 +16,18 @@ class Command(BaseCommand):
     help = "Run boson jobs: admit, execute and acknowledge them until stopped (SIGTERM/SIGINT/SIGHUP drain gracefully)."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--queue", action="append", default=[], dest="queues", type=_queue_name,
+        parser.add_argument("--queue", action="append", default=[], dest="queues", type=arguments.queue_name,
                             help="Queue to work (repeatable). Default: every queue.")
-        parser.add_argument("--concurrency", type=_positive, help="Jobs run at once (default BOSON['CONCURRENCY']).")
+        parser.add_argument("--concurrency", type=arguments.positive, help="Jobs run at once (default BOSON['CONCURRENCY']).")
         parser.add_argument("--burst", action="store_true", help="Run what is due, then exit 0.")
-        parser.add_argument("--max-jobs", type=_positive, help="Exit 0 after admitting this many jobs.")
-        parser.add_argument("--poll-interval-ms", type=_positive, help="Idle poll period (default BOSON['POLL_INTERVAL_MS']).")
+        parser.add_argument("--max-jobs", type=arguments.positive, help="Exit 0 after admitting this many jobs.")
+        parser.add_argument("--poll-interval-ms", type=arguments.positive, help="Idle poll period (default BOSON['POLL_INTERVAL_MS']).")
         parser.add_argument("--no-notify", action="store_true", help="Poll only: no LISTEN/NOTIFY (PgBouncer, SQLite).")
         parser.add_argument("--worker-id", help="Name recorded on leases and runs (default host:pid:random).")
-        parser.add_argument("--grace-seconds", type=_non_negative,
+        parser.add_argument("--grace-seconds", type=arguments.seconds,
                             help="On SIGTERM, how long running jobs may finish (default BOSON['SHUTDOWN_GRACE_MS']).")
         parser.add_argument("--database", help="Database alias of the store (default BOSON['DATABASE']).")
-        parser.add_argument("--metrics-port", type=_positive,
+        parser.add_argument("--metrics-port", type=arguments.positive,
                             help="Serve Prometheus metrics on this port (needs the 'metrics' extra).")
         parser.add_argument("--metrics-addr",
                             help="Address the metrics port listens on (default 0.0.0.0, every interface; "
@@ -102,29 +102,3 @@ def _log_to_stderr(verbosity: int) -> None:
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
     logger.addHandler(handler)
     logger.setLevel({0: logging.WARNING, 1: logging.INFO}.get(verbosity, logging.DEBUG))
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
-    return value
-
-
-def _non_negative(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0, got {text!r}") from None
-    if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0, got {text!r}")
-    return value
-
-
-def _queue_name(text: str) -> str:
-    if not text.strip():
-        raise argparse.ArgumentTypeError("a queue name cannot be empty")
-    return text
