@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
@@ -28,13 +29,25 @@ _EMPTY: dict[type, str] = {list: "[]", tuple: "[]", dict: "{}"}
 MAX_JSON_DEPTH = 200
 
 
-def name(value: Any, field: str, *, index: int | None = None, max_len: int = MAX_NAME) -> str:
+def name(value: Any, field: str, *, index: int | None = None, max_len: int = MAX_NAME, key: bool = False) -> str:
+    """A name (a queue, a task, a rate class, an id): printable text. A ``key`` (a unique
+    key, a fingerprint) may hold any text the store can, control characters included:
+    it is often built from the job's own data."""
     if not isinstance(value, str) or not value.strip():
         raise InvalidEnvelope(field, f"must be a non-empty string, got {value!r}", index=index)
     if len(value) > max_len:
         raise InvalidEnvelope(field, f"must be at most {max_len} characters", index=index)
     _storable(value, field, index)
+    if not key and (control := _CONTROL.search(value)):
+        # A newline or an escape sequence in a name is a mistake, and it would reach an
+        # operator's terminal through boson_status and the logs.
+        raise InvalidEnvelope(field, f"contains a control character ({control.group()!r}); a name is printable text",
+                              index=index)
     return value
+
+
+#: C0 and C1 control characters (NUL is refused as unstorable first).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 
 def _storable(value: str, field: str, index: int | None) -> None:

@@ -321,3 +321,19 @@ def test_clipped_keeps_the_start_and_the_end_within_the_limit(size):
     left = int(marker.removeprefix("[... ").removesuffix(" characters left out ...]"))
     assert len(out) <= 200 and text.startswith(head) and text.endswith(tail)
     assert len(head) + left + len(tail) == size
+
+
+
+@pytest.mark.parametrize("field, value", [("queue", "emails\n"), ("queue", "\x1b[31mred"), ("rate_class", "smtp\t"),
+                                          ("queue", "late\x85")])
+def test_a_name_with_a_control_character_is_refused_by_name(store_clock, field, value):
+    """A newline or an escape sequence in a name is a mistake, and would reach an
+    operator's terminal (boson_status, the logs)."""
+    error = refused(lambda: services.enqueue([Envelope(task=NOOP, **{field: value})]), field)
+    assert "contains a control character" in str(error)
+
+
+def test_a_key_may_hold_control_characters(store_clock):
+    """A unique key or a fingerprint is often built from the job's own data."""
+    [created] = services.enqueue([Envelope(task=NOOP, unique_key="line one\nline two", fingerprint="tab\there")])
+    assert created.disposition == "created"

@@ -54,7 +54,7 @@ _POLICY_CHECKS: dict[str, Callable[[Any, int], Any]] = {
 _GIVEN_CHECKS: dict[str, Callable[[Any, int], Any]] = {
     "queue": _POLICY_CHECKS["queue"],
     "priority": _POLICY_CHECKS["priority"],
-    "unique_key": lambda v, i: validation.name(v, "unique_key", index=i, max_len=255),
+    "unique_key": lambda v, i: validation.name(v, "unique_key", index=i, max_len=255, key=True),
     **{name: _POLICY_CHECKS[name] for name in (
         "weight", "rate_class", "max_attempts", "retention_ms", "lease_ms", "timeout_ms")},
 }
@@ -269,7 +269,7 @@ class _Checks:
         values["id"] = ids.new_id() if given_id is None else validation.name(given_id, "id", index=index, max_len=64)
         values["fingerprint"] = (
             policy_fingerprint(task, env) if fingerprint is None
-            else validation.name(fingerprint, "fingerprint", index=index, max_len=64)
+            else validation.name(fingerprint, "fingerprint", index=index, max_len=64, key=True)
         )
         values.update(_FRESH)
         return values
