@@ -6,6 +6,7 @@ import re
 
 import pytest
 from django.urls import reverse
+from django.utils.html import escape
 
 from boson_django import services
 from boson_django.admin import paginator
@@ -111,6 +112,58 @@ def test_everything_shown_is_escaped(superuser_client, store_clock):
         body = superuser_client.get(url).content.decode()
         assert "<script>alert(1)" not in body, url
         assert "&lt;script&gt;alert(1)" in body, url
+
+
+@pytest.mark.parametrize("evil", ["<script>alert(1)</script>", '"><img src=x onerror=alert(1)>'])
+def test_what_tasks_handlers_and_enqueuers_control_is_escaped_on_every_page_and_message(superuser_client, store_clock, settings, evil):
+    """Beyond the test above: results, output, progress, checkpoint, keys, rate classes,
+    worker ids, schedules, fingerprints, task configs; the run page, action messages and
+    the "all matching" confirmation."""
+    from django.contrib.admin.utils import quote
+
+    from boson_django.models import QuarantinedFingerprint, Run
+    from boson_django.schedules import sync_schedules
+    from tests.factories import ADD
+
+    settings.BOSON = {**settings.BOSON, "SCHEDULES": {evil: {"task": ADD, "cron": "0 3 * * *", "args": [evil, 1]}}}
+    sync_schedules()
+    services.set_rate_limit(evil, 10, 1000)
+    services.set_task_config(ADD, crash_limit=1)
+    services.set_task_config(evil, max_attempts=2, warn_unregistered=False)
+    job_id = enqueue_one(ADD, queue=evil, args=[evil, 1], unique_key=evil, rate_class=evil, fingerprint=evil)
+    unit = admit_one(evil, [evil])
+    services.write_progress(unit.lease, 1, 2, message=evil)
+    services.write_output(unit.lease, {"o": evil})
+    services.checkpoint(unit.lease, {"c": evil})
+    services.ack(unit.lease, "success", result={"r": evil}, logs=[evil])
+    parked = enqueue_one(ADD, queue=evil, args=[evil, 2], lease_ms=1000, fingerprint=evil)
+    admit_one(evil, [evil])
+    store_clock.advance(1001)
+    services.reclaim_expired(10)  # quarantined: its fingerprint parks later copies
+    job = reverse("admin:boson_django_job_change", args=[quote(job_id)])
+    pages = [job, job + "?load=result", job + "?load=output",
+             reverse("admin:boson_django_job_change", args=[quote(parked)]),
+             reverse("admin:boson_django_run_change", args=[Run.objects.filter(job_id=job_id).get().pk]),
+             reverse("admin:boson_django_schedule_change", args=[quote(evil)]),
+             reverse("admin:boson_django_bucket_change", args=[quote(evil)]),
+             reverse("admin:boson_django_taskconfig_change", args=[quote(evil)]),
+             reverse("admin:boson_django_quarantinedfingerprint_change",
+                     args=[quote(QuarantinedFingerprint.objects.get().pk)])]
+    pages += [reverse(f"admin:boson_django_{m}_changelist")
+              for m in ("schedule", "bucket", "taskconfig", "quarantinedfingerprint", "quarantinedjob", "lease")]
+    bodies = [superuser_client.get(url).content.decode() for url in pages]
+    bodies += [superuser_client.post(reverse(f"admin:boson_django_{m}_changelist"), data, follow=True).content.decode()
+               for m, data in [
+                   ("schedule", {"action": "run_now_selected", "_selected_action": [evil]}),
+                   ("queue", {"action": "pause_selected", "_selected_action": [evil]}),
+                   ("job", {"action": "cancel_selected", "_selected_action": [job_id, evil], "select_across": "1",
+                            "index": 0, "snapshot": store_clock.now().isoformat()}),
+               ]]
+    bodies.append(superuser_client.post(reverse("admin:boson_django_queue_op", args=[quote(evil), "resume"]),
+                                        follow=True).content.decode())
+    for url, body in zip(pages + ["run now", "pause", "confirm", "resume"], bodies):
+        assert evil not in body, url
+        assert escape(evil) in body, url
 
 
 def test_capped_paginator_says_cap_plus(monkeypatch, superuser_client, store_clock):
