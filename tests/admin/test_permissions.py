@@ -87,3 +87,53 @@ def test_posts_without_a_csrf_token_are_refused(store):
     assert client.post(reverse("admin:boson_django_queue_op", args=["q-failed", "pause"])).status_code == 403
     assert state_of(store.failed) == "failed"
     assert not Queue.objects.get(name="q-failed").paused
+
+
+def _rows() -> tuple:
+    from boson_django.models import Job, QuarantinedFingerprint, Schedule, TaskConfig
+
+    return (sorted(Job.objects.values_list("id", "state", "attempt")), sorted(Queue.objects.values_list("name", "paused")),
+            sorted(Bucket.objects.values_list("name", "limit")), sorted(TaskConfig.objects.values_list("task", "max_attempts")),
+            sorted(Schedule.objects.values_list("name", "enabled", "last_run_at")), QuarantinedFingerprint.objects.count())
+
+
+@pytest.mark.parametrize("who", ["anonymous", "staff without boson permissions", "viewer"])
+def test_no_action_or_button_of_any_list_changes_anything_without_its_permission(store, settings, who):
+    """Every action of every list (explicit and "all matching"), every per-row button and
+    every form, posted by a user lacking the permission each needs."""
+    from django.contrib.admin.utils import quote
+
+    from boson_django.models import QuarantinedFingerprint
+    from boson_django.schedules import sync_schedules
+    from tests.admin.conftest import VIEW_MODELS, staff_client
+    from tests.factories import ADD
+
+    settings.BOSON = {**settings.BOSON, "SCHEDULES": {"nightly": {"task": ADD, "cron": "0 3 * * *", "args": [1, 2]}}}
+    sync_schedules()
+    services.set_rate_limit("smtp", 10, 1000)
+    services.set_task_config(ADD, max_attempts=4)
+    client = {"anonymous": Client(), "staff without boson permissions": staff_client("staff", []),
+              "viewer": staff_client("viewer", [f"view_{m}" for m in (*VIEW_MODELS, "schedule")])}[who]
+    pks = {"queue": ["q-failed", "q-available"], "bucket": ["smtp"], "taskconfig": [ADD], "schedule": ["nightly"],
+           "quarantinedfingerprint": list(QuarantinedFingerprint.objects.values_list("pk", flat=True))}
+    jobs = [store.failed, store.available, store.running, store.quarantined]
+    posts: list[tuple[str, dict]] = [
+        (reverse(f"admin:boson_django_{model}_changelist"),
+         {"action": action, "_selected_action": pks.get(model, jobs), "index": 0, "post": "yes", **across})
+        for model in ("job", "failedjob", "quarantinedjob", "lease", *pks)
+        for action in ("retry_selected", "cancel_selected", "release_selected", "pause_selected", "resume_selected",
+                       "enable_selected", "disable_selected", "run_now_selected", "delete_selected")
+        for across in ({}, {"select_across": "1", "boson_confirm": "yes", "snapshot": "2099-01-01T00:00:00+00:00"})
+    ]
+    posts += [(reverse("admin:boson_django_job_op", args=[job, op]), {}) for job in jobs for op in ("retry", "cancel", "release")]
+    posts += [(reverse("admin:boson_django_queue_op", args=["q-failed", op]), {}) for op in ("pause", "resume")]
+    posts += [(reverse("admin:boson_django_schedule_op", args=["nightly", op]), {}) for op in ("enable", "disable", "run_now")]
+    form = {"name": "new", "task": ADD, "limit": 1, "window_ms": 1, "burst": 0, "max_attempts": 9, "post": "yes"}
+    posts += [(reverse(f"admin:boson_django_{model}_{view}", args=[quote(pk)]), form)
+              for model in pks for pk in pks[model] for view in ("change", "delete")]
+    posts += [(reverse(f"admin:boson_django_{model}_add"), form) for model in ("bucket", "taskconfig", "queue")]
+    before = _rows()
+    for url, data in posts:
+        response = client.post(url, data)
+        assert response.status_code in (200, 302, 403), (url, data.get("action"), response.status_code)
+        assert _rows() == before, (url, data.get("action"))
