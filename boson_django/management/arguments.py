@@ -26,6 +26,14 @@ def whole(minimum: int) -> Callable[[str], int]:
 positive = whole(1)
 
 
+def port(text: str) -> int:
+    """A TCP port: past 65535 the bind raised OverflowError, a traceback naming no option."""
+    value = positive(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"must be a port number from 1 to 65535, got {text!r}")
+    return value
+
+
 def seconds(text: str) -> float:
     """A finite number of seconds >= 0."""
     try:

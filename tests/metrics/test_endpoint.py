@@ -137,3 +137,23 @@ def test_a_metrics_address_without_a_port_is_a_usage_error(db):
     with pytest.raises(CommandError, match="--metrics-addr needs --metrics-port") as raised:
         call_command("boson_worker", "--burst", "--metrics-addr", "127.0.0.1", verbosity=0)
     assert raised.value.returncode == 2
+
+
+def test_a_metrics_port_out_of_range_is_a_usage_error(db):
+    from django.core.management.base import CommandError
+
+    # Past 65535 the bind raised OverflowError: a traceback naming no option.
+    with pytest.raises(CommandError, match="--metrics-port: must be a port number from 1 to 65535, got '70000'"):
+        call_command("boson_worker", "--burst", "--metrics-port", "70000", verbosity=0)
+
+
+def test_a_metrics_port_without_the_metrics_extra_is_a_clear_error(db, monkeypatch):
+    import sys
+
+    from django.core.management.base import CommandError
+
+    # prometheus-client not installed: the worker stopped with an ImproperlyConfigured traceback.
+    monkeypatch.setitem(sys.modules, "prometheus_client", None)
+    monkeypatch.delitem(sys.modules, "boson_django.metrics")
+    with pytest.raises(CommandError, match=r"--metrics-port: .*pip install 'boson-django\[metrics\]'"):
+        call_command("boson_worker", "--burst", "--metrics-port", "9108", verbosity=0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from boson_django.management import arguments
@@ -27,7 +28,7 @@ class Command(BaseCommand):
         parser.add_argument("--grace-seconds", type=arguments.seconds,
                             help="On SIGTERM, how long running jobs may finish (default BOSON['SHUTDOWN_GRACE_MS']).")
         parser.add_argument("--database", help="Database alias of the store (default BOSON['DATABASE']).")
-        parser.add_argument("--metrics-port", type=arguments.positive,
+        parser.add_argument("--metrics-port", type=arguments.port,
                             help="Serve Prometheus metrics on this port (needs the 'metrics' extra).")
         parser.add_argument("--metrics-addr",
                             help="Address the metrics port listens on (default 0.0.0.0, every interface; "
@@ -84,8 +85,10 @@ def _serve_metrics(port: int | None, addr: str | None) -> None:
         if addr is not None:
             raise CommandError("--metrics-addr needs --metrics-port", returncode=2)
         return
-    from boson_django.metrics import serve
-
+    try:
+        from boson_django.metrics import serve
+    except ImproperlyConfigured as exc:  # the metrics extra is not installed
+        raise CommandError(f"--metrics-port: {exc}") from exc
     try:
         serve(port, addr or "0.0.0.0")
     except OSError as exc:
