@@ -31,6 +31,15 @@ try:
 
     TASKS_MODULE = "django.tasks"
 except ImportError:  # Django 5.2 with the django-tasks backport
+    try:
+        import django_tasks  # type: ignore[import-not-found,unused-ignore]  # noqa: F401
+    except ImportError:
+        from django.core.exceptions import ImproperlyConfigured
+
+        raise ImproperlyConfigured(
+            "boson_django needs Django's Tasks API: django.tasks (Django 6) or, on Django 5.2, "
+            "the django-tasks backport: pip install django-tasks"
+        ) from None
     from django_tasks import (  # type: ignore[no-redef,import-not-found,unused-ignore]
         DEFAULT_TASK_QUEUE_NAME,
         TaskContext,
