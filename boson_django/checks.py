@@ -10,7 +10,7 @@ from typing import Any
 from django.conf import settings as django_settings
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
-from django.db import connections
+from django.db import DatabaseError, connections
 from django.utils import autoreload
 
 from boson_django import conf, validation
@@ -89,9 +89,18 @@ def _schedule_names_taken_twice() -> list[checks.CheckMessage]:
 
 
 def _failed_import(module: str, exc: Exception) -> checks.CheckMessage:
+    hint = "A worker cannot run the tasks or schedules it declares until it imports."
+    if isinstance(exc, DatabaseError):
+        # A query at the module's top level (a set_rate_limit beside the tasks, say) runs
+        # when the checks import it -- before `migrate`, on a fresh database, too.
+        hint += (
+            " It queried the database while being imported, which runs before `migrate` "
+            "(the system checks import it): move that query into a data migration, a "
+            "deploy step or a function called at run time."
+        )
     return checks.Error(
         f"importing {module!r}, a module of tasks, failed: {type(exc).__name__}: {exc}",
-        hint="A worker cannot run the tasks or schedules it declares until it imports.",
+        hint=hint,
         id="boson.E005",
     )
 

@@ -278,3 +278,16 @@ def test_a_module_of_tasks_that_fails_to_import_stops_the_start_up(monkeypatch):
     with boson(TASK_MODULES=["tests.testapp.cron_tasks"]), pytest.raises(SystemCheckError, match="boson.E005"):
         call_command("check")
     assert "tests.testapp.cron_tasks" not in sys.modules
+
+
+@pytest.mark.django_db
+def test_a_module_of_tasks_that_queries_at_import_is_told_to_move_the_query():
+    """The migration guide's set_rate_limit beside the tasks, run on a fresh database:
+    `migrate` stopped on boson.E005 ("no such table"), with a hint that said nothing of
+    why or what to do."""
+    messages = boson_messages(TASK_MODULES=["tests.testapp.import_query_tasks"])
+    assert [m.id for m in messages] == ["boson.E005"]
+    assert "boson_table_not_migrated_yet" in messages[0].msg
+    assert "queried the database while being imported" in messages[0].hint
+    assert "data migration" in messages[0].hint
+    assert "tests.testapp.import_query_tasks" not in sys.modules
