@@ -337,3 +337,8 @@ def test_a_key_may_hold_control_characters(store_clock):
     """A unique key or a fingerprint is often built from the job's own data."""
     [created] = services.enqueue([Envelope(task=NOOP, unique_key="line one\nline two", fingerprint="tab\there")])
     assert created.disposition == "created"
+
+
+def test_an_unknown_task_is_refused_saying_where_tasks_are_found(store_clock):
+    error = refused(lambda: services.enqueue([Envelope(task="tests.testapp.tasks.nope")]), "task")
+    assert "installed app's `tasks` module" in str(error) and "BOSON['TASK_MODULES']" in str(error)

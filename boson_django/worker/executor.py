@@ -38,6 +38,15 @@ from boson_django.worker.context import BosonContext
 from boson_django.worker.outcomes import Control, Finish, failure, undecodable
 
 
+#: What an unknown task's error says to do: a worker knows only the tasks its discovery
+#: imports -- a task in another module of an app (``shop/jobs.py``) was accepted at
+#: enqueue by a web process that had imported it, then failed here with no hint why.
+WHERE_TASKS_LIVE = (
+    "in this worker: a worker knows the tasks of every installed app's `tasks` module (and of "
+    "the modules those import) and of BOSON['TASK_MODULES']; define or import the task there, "
+    "or list its module in TASK_MODULES"
+)
+
 #: Task name -> (the registered Task or None, whether it is async): what one batch of
 #: admitted jobs looked up, so each name is resolved once per batch rather than per job.
 Known = dict[str, tuple[Any, bool]]
@@ -48,7 +57,7 @@ def resolve(attempt: Attempt, known: Known) -> Any | Finish:
     envelope = attempt.unit.envelope
     found = _task_named(envelope.task, known)[0]
     if found is None:
-        return undecodable(f"job {attempt.job_id} names {envelope.task!r}, which is not a registered task")
+        return undecodable(f"job {attempt.job_id} names {envelope.task!r}, which is not a registered task {WHERE_TASKS_LIVE}")
     if not isinstance(envelope.args, list) or not isinstance(envelope.kwargs, dict):
         return undecodable(f"job {attempt.job_id} has arguments that are not a list and a dict")
     if attempt.unit.checkpoint is UNREADABLE:

@@ -58,6 +58,9 @@ def test_unregistered_names_end_failed_and_the_worker_keeps_going(live_clock, na
     assert record.outcome == "undecodable"
     assert record.error.startswith("boson_django.worker.outcomes.UndecodableJob:")
     assert "not a registered task" in record.error and name in record.error
+    # ... and says where a worker looks for tasks (a task in another module of an app,
+    # shop/jobs.py say, was enqueued by a web process that had imported it).
+    assert "installed app's `tasks` module" in record.error and "BOSON['TASK_MODULES']" in record.error
     assert add.get_result(good.id).return_value == 2
 
 
