@@ -85,7 +85,9 @@ def should_autostart() -> bool:
     command = sys.argv[1] if is_cli and len(sys.argv) > 1 else None
     if command is not None and command != "runserver":
         return False
-    return command != "runserver" or os.environ.get("RUN_MAIN") == "true"
+    # runserver serves from the reloader's child (RUN_MAIN), or from itself with --noreload
+    # (no reloader: it started no worker at all, and its jobs waited for none).
+    return command != "runserver" or os.environ.get("RUN_MAIN") == "true" or "--noreload" in sys.argv
 
 
 def start_with_first_request() -> None:

@@ -82,6 +82,8 @@ def test_embedded_worker_runs_jobs_in_a_thread(live_clock):
     [
         (["manage.py", "migrate"], True, False),
         (["manage.py", "runserver"], True, False),  # the reloader's parent
+        (["manage.py", "runserver", "--noreload"], True, True),  # no reloader: it serves itself
+        (["manage.py", "runserver", "0.0.0.0:8000", "--noreload"], False, False),
         (["gunicorn", "app.wsgi"], True, True),
         (["gunicorn", "app.wsgi"], False, False),
     ],
