@@ -74,6 +74,32 @@ def check_task_modules(app_configs: Any = None, **kwargs: Any) -> list[checks.Ch
     return _schedule_names_taken_twice()
 
 
+@checks.register("boson")
+def check_store_routing(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """``BOSON["DATABASE"]`` is where the services keep the store; the admin and
+    ``migrate`` go where Django's routers send boson_django's models. Apart, the admin
+    showed (and acted on) another database's jobs, with no error anywhere."""
+    from django.db import router
+
+    from boson_django.models import Job
+
+    raw = getattr(django_settings, "BOSON", None)
+    database = raw.get("DATABASE") if isinstance(raw, dict) else None
+    if not isinstance(database, str) or database not in connections.settings:
+        return []  # the default, or a bad value check_settings names
+    routed = router.db_for_read(Job)
+    if routed == database:
+        return []
+    return [checks.Warning(
+        f"BOSON['DATABASE'] is {database!r}, but Django routes boson_django's models to {routed!r}: "
+        "the admin's pages and `migrate` use that database, the workers and services this one.",
+        hint="Add 'boson_django.routers.StoreRouter' to DATABASE_ROUTERS (before a router that "
+             "routes every model), then run "
+             f"`manage.py migrate --database {database}`.",
+        id="boson.W001",
+    )]
+
+
 def _schedule_names_taken_twice() -> list[checks.CheckMessage]:
     """A schedule name declared twice (in code and in ``SCHEDULES``, say) can be seen only
     once every module of tasks is imported; the scheduler would refuse to sync any."""

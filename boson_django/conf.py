@@ -54,7 +54,11 @@ DOCS: dict[str, str] = {
         "the attempt, a larger checkpoint or output raises in the handler. Nothing of it is written."
     ),
     "TASK_MODULES": "Extra modules imported to register tasks (besides installed apps' tasks).",
-    "DATABASE": "Database alias that holds the queue when a call passes no using=.",
+    "DATABASE": (
+        "Database alias that holds the queue when a call passes no using=. Other than 'default', add "
+        "'boson_django.routers.StoreRouter' to DATABASE_ROUTERS so that the admin and migrate use it too "
+        "(boson.W001 otherwise)."
+    ),
     "SQLITE_BUSY_RETRIES": "Bounded retries of a store transaction on 'database is locked'.",
     "CONCURRENCY": "Jobs one worker runs at once (boson_worker --concurrency overrides it).",
     "HEARTBEAT_MS": "How often a worker renews its leases (also at most a third of a job's lease_ms).",

@@ -291,3 +291,40 @@ def test_a_module_of_tasks_that_queries_at_import_is_told_to_move_the_query():
     assert "queried the database while being imported" in messages[0].hint
     assert "data migration" in messages[0].hint
     assert "tests.testapp.import_query_tasks" not in sys.modules
+
+
+class _ElsewhereRouter:
+    """A project's router that sends every model to another database."""
+
+    def db_for_read(self, model, **hints):
+        return "elsewhere"
+
+    db_for_write = db_for_read
+
+
+def test_a_store_database_the_routers_do_not_send_boson_models_to_is_reported():
+    """The services use BOSON['DATABASE']; the admin and migrate go where the routers
+    send boson_django's models. Apart, the admin showed another database's jobs."""
+    with override_settings(DATABASE_ROUTERS=[f"{__name__}._ElsewhereRouter"]):
+        (message,) = boson_messages(**BASE, DATABASE="default")
+    assert message.id == "boson.W001"
+    assert "'default'" in message.msg and "'elsewhere'" in message.msg
+    assert "boson_django.routers.StoreRouter" in message.hint
+    with override_settings(DATABASE_ROUTERS=["boson_django.routers.StoreRouter", f"{__name__}._ElsewhereRouter"]):
+        assert boson_messages(**BASE, DATABASE="default") == []
+    assert boson_messages(**BASE, DATABASE="default") == []  # no routers: every model on default
+
+
+def test_the_store_router_sends_boson_models_and_their_migrations_to_the_store_database():
+    from django.contrib.auth.models import User
+
+    from boson_django.routers import StoreRouter
+
+    router = StoreRouter()
+    with boson(DATABASE="elsewhere"):
+        assert router.db_for_read(Job) == router.db_for_write(Job) == "elsewhere"
+        assert router.db_for_read(User) is None
+        assert router.allow_migrate("elsewhere", "boson_django") is True
+        assert router.allow_migrate("default", "boson_django", model_name="job") is False
+        assert router.allow_migrate("default", "auth") is None
+    assert router.db_for_read(Job) == "default"
