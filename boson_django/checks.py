@@ -100,6 +100,28 @@ def check_store_routing(app_configs: Any = None, **kwargs: Any) -> list[checks.C
     )]
 
 
+@checks.register("boson")
+def check_sqlite_transaction_mode(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """Boson begins its own transactions IMMEDIATE on SQLite, but an enqueue joins the
+    caller's: in a ``transaction.atomic()`` Django began DEFERRED, the enqueue's write has
+    to upgrade a read lock, and SQLite refuses that at once ("database is locked", no
+    waiting) while a worker writes -- a view that enqueued failed with a 500."""
+    raw = getattr(django_settings, "BOSON", None)
+    database = raw.get("DATABASE", "default") if isinstance(raw, dict) else "default"
+    found = connections.settings.get(database) if isinstance(database, str) else None
+    if not found or not str(found.get("ENGINE", "")).endswith("sqlite3"):
+        return []
+    if (found.get("OPTIONS") or {}).get("transaction_mode") == "IMMEDIATE":
+        return []
+    return [checks.Warning(
+        f"The store's database {database!r} is SQLite without \"transaction_mode\": \"IMMEDIATE\": "
+        "an enqueue inside your transaction.atomic() fails with 'database is locked' whenever a "
+        "worker is writing at that moment.",
+        hint=f'Add "OPTIONS": {{"timeout": 20, "transaction_mode": "IMMEDIATE"}} to DATABASES[{database!r}].',
+        id="boson.W002",
+    )]
+
+
 def _schedule_names_taken_twice() -> list[checks.CheckMessage]:
     """A schedule name declared twice (in code and in ``SCHEDULES``, say) can be seen only
     once every module of tasks is imported; the scheduler would refuse to sync any."""

@@ -328,3 +328,20 @@ def test_the_store_router_sends_boson_models_and_their_migrations_to_the_store_d
         assert router.allow_migrate("default", "boson_django", model_name="job") is False
         assert router.allow_migrate("default", "auth") is None
     assert router.db_for_read(Job) == "default"
+
+
+def test_a_sqlite_store_without_immediate_transactions_is_reported(monkeypatch):
+    """An enqueue joins the caller's transaction; one Django began DEFERRED must upgrade
+    its lock to write, which SQLite refuses at once while a worker writes: a view that
+    enqueued inside transaction.atomic() failed with 'database is locked'."""
+    from django.db import connections
+
+    found = connections.settings["default"]
+    if not found["ENGINE"].endswith("sqlite3"):
+        assert [m for m in boson_messages(**BASE) if m.id == "boson.W002"] == []
+        return
+    assert found["OPTIONS"]["transaction_mode"] == "IMMEDIATE"  # the suite's own settings
+    monkeypatch.setitem(found, "OPTIONS", {"timeout": 20})
+    (message,) = boson_messages(**BASE)
+    assert message.id == "boson.W002" and "'default'" in message.msg
+    assert '"transaction_mode": "IMMEDIATE"' in message.hint
