@@ -24,7 +24,7 @@ from concurrent.futures import Future
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.db import close_old_connections
+from django.db import close_old_connections, connections
 from django.db.backends.signals import connection_created
 from django.dispatch import receiver
 
@@ -35,7 +35,7 @@ from boson_django.states import Outcome
 from boson_django.worker import logcapture
 from boson_django.worker.attempt import Attempt
 from boson_django.worker.context import BosonContext
-from boson_django.worker.outcomes import Control, Finish, failure, undecodable
+from boson_django.worker.outcomes import Control, Finish, TransactionLeftOpen, failure, undecodable
 
 
 #: What an unknown task's error says to do: a worker knows only the tasks its discovery
@@ -161,8 +161,8 @@ async def run_async(attempt: Attempt, task: Any) -> Finish:
         except BaseException as exc:  # noqa: BLE001 -- no signal reaches the loop thread: whatever
             finish = _ended(exc)  # is raised here is the handler's, and escaping it ends the loop
         finally:
-            await sync_to_async(close_old_connections)()  # the thread its sync calls used
-    return finish.with_logs(logs.collect())
+            left_open = await sync_to_async(end_connections)()  # the thread its sync calls used
+    return _unless_left_open(finish, left_open).with_logs(logs.collect())
 
 
 class _ThreadState(threading.local):
@@ -178,18 +178,52 @@ def _note_connection_opened(sender: Any, connection: Any, **kwargs: Any) -> None
     _thread_state.opened_connection = True
 
 
+def end_connections() -> list[str]:
+    """After a job on a worker thread: close its connections (or keep them, under
+    ``CONN_MAX_AGE``), as Django does after a request; returns the aliases on which the
+    handler left a transaction open.
+
+    Such a connection is closed (the server rolls the transaction back) and its wrapper
+    dropped, so the thread's next job gets a fresh one: Django's wrapper still believes
+    it is inside the transaction, and every later query on this thread -- of every job
+    it runs, their context calls included -- failed on the closed connection."""
+    left_open = []
+    for connection in connections.all(initialized_only=True):
+        if connection.in_atomic_block:
+            left_open.append(connection.alias)
+            try:
+                connection.close()
+            except Exception:  # noqa: BLE001 -- it is discarded either way
+                pass
+            del connections[connection.alias]
+    close_old_connections()
+    return left_open
+
+
+def _unless_left_open(finish: Finish, left_open: list[str]) -> Finish:
+    """A handler that returned inside a transaction lost its writes: its attempt fails."""
+    if not left_open:
+        return finish
+    aliases = ", ".join(repr(alias) for alias in left_open)
+    exc = TransactionLeftOpen(f"the handler returned inside a transaction it never closed (database {aliases}); "
+                              "its writes were rolled back")
+    return failure(exc).with_logs(list(finish.logs))
+
+
 def _in_thread(attempt: Attempt, task: Any) -> Finish:
-    """Pool-thread wrapper: the job's DB connections are closed (or kept, under
-    ``CONN_MAX_AGE``) after it, as Django does after a request. Only after: the previous
-    job on this thread did the same, so a second pass before would find nothing to do.
-    Only on a thread that ever opened a connection: Django's pass asks every alias
-    through a thread-local lookup that raises twice per alias when there is none (~4 us
-    per job, the worker's largest cost of a handler that never touches the database)."""
+    """Pool-thread wrapper: the job's DB connections are ended after it
+    (:func:`end_connections`). Only after: the previous job on this thread did the same,
+    so a second pass before would find nothing to do. Only on a thread that ever opened
+    a connection: Django's pass asks every alias through a thread-local lookup that
+    raises twice per alias when there is none (~4 us per job, the worker's largest cost
+    of a handler that never touches the database)."""
+    left_open: list[str] = []
     try:
-        return tracing.around_attempt(attempt, lambda: run_sync(attempt, task))
+        finish = tracing.around_attempt(attempt, lambda: run_sync(attempt, task))
     finally:
         if _thread_state.opened_connection:
-            close_old_connections()
+            left_open = end_connections()
+    return _unless_left_open(finish, left_open)
 
 
 class JobFuture:

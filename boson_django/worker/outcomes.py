@@ -86,6 +86,11 @@ class TaskTimeout(TimeoutError):
     """The handler overran the job's ``timeout_ms``; the attempt was acked RETRY."""
 
 
+class TransactionLeftOpen(RuntimeError):
+    """The handler returned inside a transaction it never closed (``transaction.atomic``
+    entered and not exited): its writes were rolled back, so the attempt failed."""
+
+
 class UndecodableJob(StoreError):
     """A row names no registered task, or its arguments cannot be passed to it."""
 

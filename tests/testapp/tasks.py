@@ -213,3 +213,18 @@ class Unprintable(Exception):
 @task
 def raises_unprintable() -> None:
     raise Unprintable()
+
+
+# -- handlers that misuse their connection or ignore being told to stop -------------------
+
+
+@task
+def leaves_atomic_open() -> int:
+    """Enters a transaction and never leaves it (as a generator kept alive would)."""
+    from django.db import transaction
+
+    from boson_django.models import Job
+
+    transaction.atomic().__enter__()
+    return Job.objects.count()
+

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django.db import connections
 
+from boson_django import services
 from tests.testapp import tasks
 from tests.worker.conftest import burst, state
 
@@ -17,3 +18,16 @@ def test_a_handlers_connection_is_closed_after_each_job(live_clock):
     assert {state(i) for i in ids} == {"completed"}
     assert len(tasks.SEEN_CONNECTIONS) == 4
     assert all(c.connection is None for c in tasks.SEEN_CONNECTIONS)  # closed after each job
+
+
+def test_a_transaction_a_handler_leaves_open_fails_its_job_and_not_the_next_ones_on_its_thread(live_clock):
+    """Each later job on the thread -- its queries and its context's fenced writes --
+    failed on the connection Django still believed to be inside that transaction."""
+    leaker = tasks.leaves_atomic_open.enqueue()
+    later = [tasks.reads_store.enqueue().id for _ in range(2)] + [tasks.inspect_context.enqueue("after").id]
+    burst("--concurrency", "1")  # one thread runs them all, the leaker first
+    assert [state(i) for i in later] == ["completed"] * 3
+    assert state(leaker.id) == "retryable"
+    (record,) = services.errors(leaker.id)
+    assert record.error.startswith("boson_django.worker.outcomes.TransactionLeftOpen: the handler returned inside "
+                                   "a transaction it never closed (database 'default'); its writes were rolled back")
