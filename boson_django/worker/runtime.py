@@ -18,6 +18,7 @@ import os
 import secrets
 import socket
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -212,9 +213,21 @@ class Worker:
             wait = self.backoff.take()
             log.warning("boson: database error; reconnecting in %.1fs", wait, exc_info=True)
             _db.close_quietly(self.using)
-            self.waker.wait(wait)
+            self._back_off(wait)
             # Past the grace with the store unreachable: exit; the leases lapse and are reclaimed.
             return self.shutdown.stopping and self.shutdown.grace_over()
+
+    def _back_off(self, seconds: float) -> None:
+        """Wait out a reconnect backoff. Only a stop request cuts it short (the first, or
+        one ending the grace): the waker is also set by handlers returning and by the ack
+        thread after a flush -- a failed one too -- and each cut wait was one more tick
+        against the unreachable store (~180 reconnects a second while it was down)."""
+        end = time.monotonic() + seconds
+        stopping = self.shutdown.stopping
+        while (left := end - time.monotonic()) > 0:
+            if self.shutdown.stopping and (not stopping or self.shutdown.grace_over()):
+                return
+            self.waker.wait(min(left, self.shutdown.seconds_left()))
 
 
     # -- one tick ----------------------------------------------------------------------

@@ -8,14 +8,19 @@ other worker can claim the job, the worker reconnects, renews and acks once.
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
+from contextlib import contextmanager
+from datetime import datetime
 
 import pytest
 from django.db import connection, connections
+from psycopg import sql
 
 from boson_django import services
 from boson_django.models import Job
+from boson_django.worker.notify import connect_params
 from tests.faults.checker import assert_sound, effects_of, starts_of
 from tests.faults.support import enqueue_many, wait_file, wait_until
 from tests.worker.conftest import ACK_FLUSH, LOCKING_ACK, RowLock, waiting_backend
@@ -94,6 +99,56 @@ def test_connection_killed_mid_renew_frees_nothing_and_the_lease_holds(live_cloc
     job = Job.objects.get(id=job_id)
     assert (job.fence, job.attempt, job.crash_attempt) == (1, 1, 0) and effects_of(job_id) == [1]
     assert_sound([job_id])
+
+
+@contextmanager
+def _outage():
+    """The store refuses every connection (``ALLOW_CONNECTIONS false``, set from the
+    server's ``postgres`` database) and the workers' connections are killed, this test's
+    own kept; until the block ends."""
+    import psycopg
+
+    name = connection.settings_dict["NAME"]
+    admin = psycopg.connect(**connect_params({**connection.settings_dict, "NAME": "postgres"}), autocommit=True)
+    try:
+        admin.execute(sql.SQL("ALTER DATABASE {} ALLOW_CONNECTIONS false").format(sql.Identifier(name)))
+        admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s AND pid <> %s",
+                      [name, connection.connection.info.backend_pid])
+        yield
+    finally:
+        admin.execute(sql.SQL("ALTER DATABASE {} ALLOW_CONNECTIONS true").format(sql.Identifier(name)))
+        admin.close()
+
+
+def _backoffs(text: str) -> list[tuple[datetime, float]]:
+    """When the worker said it would reconnect, and in how many seconds."""
+    return [(datetime.strptime(at, "%Y-%m-%d %H:%M:%S,%f"), float(wait))
+            for at, wait in re.findall(r"^(\S+ \S+) WARNING boson: database error; reconnecting in ([0-9.]+)s", text, re.M)]
+
+
+def test_an_outage_with_acks_pending_is_waited_out_with_backoff_not_a_busy_loop(live_clock, tmp_path, workers):
+    """Each failed flush woke the loop, which cut its backoff short and tried again at
+    once: ~180 reconnects (and two warnings with tracebacks each) a second of outage."""
+    ids = enqueue_many("tests.testapp.fault_tasks.gated", 4, args=[str(tmp_path), "go", 5])
+    worker = workers("w-outage", "--concurrency", "4")
+    for job_id in ids:
+        wait_file(tmp_path, f"started-{job_id}-1")
+    with _outage():
+        connection.ensure_connection()
+        (tmp_path / "go").write_text("go")  # the handlers return: their acks meet the outage
+        worker.wait_for_line("reconnecting in 0.8s")
+    wait_until(lambda: all(services.job_state(i)[1] == "completed" for i in ids), what="the acks after the outage")
+    worker.signal(signal.SIGTERM)
+    assert worker.exit_code() == 0, worker.text()
+    waits = _backoffs(worker.text())
+    assert [wait for _, wait in waits[:4]] == [0.1, 0.2, 0.4, 0.8], worker.text()
+    for (at, wait), (next_at, _) in zip(waits, waits[1:4]):
+        assert (next_at - at).total_seconds() >= wait * 0.9, worker.text()  # each wait was waited out
+    assert worker.text().count("acks failed") <= len(waits) + len(ids), worker.text()
+    for job_id in ids:
+        job = Job.objects.get(id=job_id)
+        assert (job.fence, job.attempt, job.crash_attempt) == (1, 1, 0) and starts_of(job_id) == [1]
+    assert_sound(ids)
 
 
 PG_CTL = ["pg_ctlcluster", "--skip-systemctl-redirect", "15", "main"]
