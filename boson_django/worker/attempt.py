@@ -95,8 +95,9 @@ class Attempt:
         handler is also cancelled at its next ``await``."""
         if self.interruption is None:
             self.interruption = exc
-        if isinstance(self.future, Future) and getattr(self.future, "boson_async", False):
-            self.future.cancel()
+        cancel = getattr(self.future, "boson_cancel", None)  # an async handler's task
+        if cancel is not None:
+            cancel()
 
     def check(self) -> None:
         """Raise the pending interruption, if any (called by every context method)."""

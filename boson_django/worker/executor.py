@@ -306,12 +306,44 @@ class LoopThread:
         self.thread.start()
 
     def submit(self, coro: Any) -> Future[Any]:
-        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
-        future.boson_async = True  # type: ignore[attr-defined]
+        """Run ``coro`` as a task on the loop; the Future's ``boson_cancel`` cancels it."""
+        handle = _TaskHandle(self.loop)
+        future = asyncio.run_coroutine_threadsafe(handle.run(coro), self.loop)
+        future.boson_cancel = handle.cancel  # type: ignore[attr-defined]
         return future
 
     def shutdown(self) -> None:
         self.loop.call_soon_threadsafe(self.loop.stop)
+
+
+class _TaskHandle:
+    """Cancels a handler's task on the event loop, so that its Future ends only when the
+    handler's coroutine does. Cancelling the Future itself ended it at once, whatever the
+    coroutine did next: a handler that caught the cancellation and went on running had
+    its slot counted free, and the worker started more jobs than its concurrency."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop):
+        self.loop = loop
+        self.task: asyncio.Task[Any] | None = None
+        self.asked = False
+
+    async def run(self, coro: Any) -> Any:
+        self.task = asyncio.current_task()
+        if self.asked:  # cancelled before the task took its first step
+            self.task.cancel()  # type: ignore[union-attr]
+        try:
+            return await coro
+        finally:
+            self.task = None
+
+    def cancel(self) -> None:
+        """Safe from any thread."""
+        self.loop.call_soon_threadsafe(self._cancel)
+
+    def _cancel(self) -> None:
+        self.asked = True
+        if self.task is not None:
+            self.task.cancel()
 
 
 class Executor:

@@ -228,3 +228,19 @@ def leaves_atomic_open() -> int:
     transaction.atomic().__enter__()
     return Job.objects.count()
 
+
+
+@task
+async def async_ignores_cancel(folder: str) -> str:
+    """Says it started, then waits for the go-ahead file, swallowing every cancellation."""
+    import asyncio
+
+    here = pathlib.Path(folder)
+    (here / f"started-{time.monotonic_ns()}").write_text("1")
+    while not (here / "go").exists():
+        try:
+            await asyncio.sleep(0.01)
+        except asyncio.CancelledError:
+            (here / "cancel-ignored").write_text("1")
+    (here / f"finished-{time.monotonic_ns()}").write_text("1")
+    return "done"

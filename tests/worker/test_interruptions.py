@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from boson_django import services
-from tests.testapp.tasks import gated, gated_steps, overruns
-from tests.worker.conftest import ThreadWorker, job, started_file, state, wait_until
+from tests.testapp.tasks import async_ignores_cancel, gated, gated_steps, overruns, stamp
+from tests.worker.conftest import Idle, ThreadWorker, job, started_file, state, wait_until
 
 
 def test_timeout_is_acked_retry_and_the_handler_is_asked_to_stop(live_clock, folder):
@@ -87,3 +87,24 @@ def test_notify_free_worker_picks_up_new_jobs_by_polling(live_clock, folder):
         result = gated.enqueue(str(folder), 5)
         (folder / "go").write_text("go")
         wait_until(lambda: state(result.id) == "completed", what="the job to complete")
+
+
+def test_an_async_handler_that_ignores_its_cancellation_keeps_its_slot_until_it_returns(live_clock, folder):
+    """Cancelling the handler's Future ended it at once: the worker counted the slot of a
+    handler still running as free and started another job beside it."""
+    first = async_ignores_cancel.using(timeout_ms=1_000).enqueue(str(folder))
+    runner = ThreadWorker(concurrency=1)
+    idle = Idle(runner)
+    with runner:
+        wait_until(lambda: list(folder.glob("started-*")), what="the async handler to start")
+        second = stamp.enqueue(str(folder), 1)
+        live_clock.advance(1_001)  # past timeout_ms: acked as timed out, its task cancelled
+        wait_until(lambda: (folder / "cancel-ignored").exists(), what="the handler to swallow its cancellation")
+        assert state(first.id) == "retryable"
+        wait_until(idle, what="the worker to have nothing left to do")
+        assert state(second.id) == "available" and runner.worker._busy_slots() == 1
+        (folder / "go").write_text("go")
+        wait_until(lambda: state(second.id) == "completed", what="the next job once the slot is free")
+    started = float((folder / "start-1").read_text())
+    (finished,) = folder.glob("finished-*")
+    assert started >= finished.stat().st_mtime - 0.001
