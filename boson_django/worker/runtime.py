@@ -465,11 +465,23 @@ class Worker:
     def _release(self, held: list[Attempt], why: str = "shutdown grace over") -> None:
         for attempt in held:
             try:
-                services.release(attempt.lease, using=self.using)
+                self._release_lease(attempt)
                 log.info("boson: released job %s (%s)", attempt.job_id, why)
             except LeaseRejected as exc:
                 log.warning("boson: could not release job %s: %s", attempt.job_id, exc)
             attempt.lost("released because the worker is shutting down")
+
+    def _release_lease(self, attempt: Attempt) -> None:
+        """``services.release``, once more on a new connection when the loop's is found
+        dead (killed while the loop slept, a server restart): past the grace there is no
+        later tick to retry it, and the job would wait out its lease and count as a crash.
+        A release that did commit before its reply was lost is refused the second time."""
+        try:
+            services.release(attempt.lease, using=self.using)
+        except (DatabaseError, InterfaceError):
+            log.warning("boson: releasing job %s failed; reconnecting to try once more", attempt.job_id, exc_info=True)
+            _db.close_quietly(self.using)
+            services.release(attempt.lease, using=self.using)
 
     def _sleep_s(self) -> float:
         waits = [self.poll_s, self.sweeper.seconds_left()]

@@ -151,6 +151,25 @@ def test_an_outage_with_acks_pending_is_waited_out_with_backoff_not_a_busy_loop(
     assert_sound(ids)
 
 
+def test_a_worker_stopped_after_its_connection_died_still_releases_its_jobs(live_clock, tmp_path, workers):
+    """The loop's connection killed while it slept, then SIGTERM with no grace: the release
+    met the dead connection and the worker exited at once, the job left running until
+    its lease lapsed -- a crash instead of a release."""
+    (job_id,) = enqueue_many("tests.testapp.fault_tasks.gated", 1, args=[str(tmp_path), "go"])
+    worker = workers("w-dead-conn", "--grace-seconds", "0", "--no-notify")
+    wait_file(tmp_path, f"started-{job_id}-1")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                       "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+    worker.signal(signal.SIGTERM)
+    assert worker.exit_code() == 0, worker.text()
+    job = Job.objects.get(id=job_id)
+    assert (job.state, job.attempt, job.crash_attempt) == ("available", 0, 0), worker.text()
+    assert [r.outcome for r in services.errors(job_id)] == ["released"]
+    (tmp_path / "go").write_text("go")
+    assert_sound([job_id])
+
+
 PG_CTL = ["pg_ctlcluster", "--skip-systemctl-redirect", "15", "main"]
 
 
