@@ -11,7 +11,10 @@ installed from the main thread; an embedded or test worker is stopped with
 
 from __future__ import annotations
 
+import logging
+import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -108,3 +111,31 @@ class Shutdown:
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         self.request(signal.Signals(signum).name)
+
+
+#: How long a stopped worker's process may take to exit, at least (the grace left, if more).
+EXIT_WAIT_S = 2.0
+
+
+def exit_within(seconds: float, status: int) -> None:
+    """A stopped worker's process exits, even if its handlers left a thread running.
+
+    The interpreter waits at exit for non-daemon threads and for the threads of every
+    ``ThreadPoolExecutor`` -- asgiref's among them, which runs an async handler's
+    ``sync_to_async`` calls: one stuck there kept the process alive after the worker had
+    released its jobs and said it stopped, every further SIGTERM ignored. A daemon
+    watchdog ends the process if it is still there ``seconds`` later; a normal exit
+    ends the watchdog with it."""
+
+    def give_up() -> None:
+        stuck = [t.name for t in threading.enumerate() if t not in (threading.current_thread(), threading.main_thread())]
+        logging.getLogger("boson_django.worker").warning(
+            "boson: the process did not exit within %.1fs of the worker stopping; exiting without the threads "
+            "still running (%s)", seconds, ", ".join(stuck))
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+
+    watchdog = threading.Timer(min(seconds, 3600.0), give_up)
+    watchdog.name, watchdog.daemon = "boson-exit-watchdog", True
+    watchdog.start()

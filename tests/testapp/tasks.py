@@ -244,3 +244,15 @@ async def async_ignores_cancel(folder: str) -> str:
             (here / "cancel-ignored").write_text("1")
     (here / f"finished-{time.monotonic_ns()}").write_text("1")
     return "done"
+
+
+@task
+async def async_waits_in_a_thread(folder: str) -> str:
+    """Says it started, then waits for the go-ahead file in a sync call (``sync_to_async``)."""
+    from asgiref.sync import sync_to_async
+
+    here = pathlib.Path(folder)
+    (here / f"started-{time.monotonic_ns()}").write_text("1")
+    await sync_to_async(wait_for_file)(here / "go", None, 600.0)
+    return "done"
+

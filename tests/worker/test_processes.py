@@ -13,7 +13,7 @@ import pytest
 
 from boson_django import services
 from boson_django.models import Run
-from tests.testapp.tasks import gated, noop
+from tests.testapp.tasks import async_waits_in_a_thread, gated, noop
 from tests.worker.conftest import Proc, job, started_file, state, wait_until
 
 def test_sigkill_mid_job_is_reclaimed_and_completed_exactly_once(live_clock, tmp_path, procs):
@@ -86,3 +86,19 @@ def test_a_lost_lease_cannot_store_the_result(live_clock, tmp_path, procs):
     assert services.get_result(result.id).fence == 2
     proc.popen.send_signal(signal.SIGTERM)
     assert proc.exit_code() == 0
+
+
+
+def test_a_stopped_worker_exits_though_an_async_handler_is_stuck_in_sync_to_async(live_clock, tmp_path, procs):
+    """asgiref runs ``sync_to_async`` calls on a ThreadPoolExecutor's thread, which the
+    interpreter joins at exit: the worker released the job and said it stopped, and the
+    process stayed, ignoring every further SIGTERM."""
+    result = async_waits_in_a_thread.enqueue(str(tmp_path))
+    proc = Proc(tmp_path, "w-straggler", "--grace-seconds", "0")
+    procs.append(proc)
+    wait_until(lambda: list(tmp_path.glob("started-*")), what="the handler to start")
+    proc.popen.send_signal(signal.SIGTERM)
+    assert proc.exit_code() == 0, proc.log.read_text()
+    assert proc.says("did not exit within 2.0s of the worker stopping; exiting without the threads still running")
+    assert state(result.id) == "available" and [r.outcome for r in services.errors(result.id)] == ["released"]
+    (tmp_path / "go").write_text("go")

@@ -11,6 +11,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from boson_django.management import arguments
 from boson_django.management.store import checked_alias
 from boson_django.worker import Worker, WorkerOptions, reloading
+from boson_django.worker.shutdown import EXIT_WAIT_S, exit_within
 
 
 class Command(BaseCommand):
@@ -45,10 +46,25 @@ class Command(BaseCommand):
             options["skip_checks"] = True
         return super().execute(*args, **options)
 
+    #: The worker that stopped on a request (a signal, a code change) and its exit status.
+    _stopped: tuple[Worker, int] | None = None
+
+    def run_from_argv(self, argv: list[str]) -> None:
+        """From the command line, the process ends with the worker: once a stopped worker
+        returns, :func:`exit_within` ends it even if a handler left a thread running. Not
+        from ``call_command``, whose process goes on after the command."""
+        try:
+            super().run_from_argv(argv)
+        finally:
+            if self._stopped is not None:
+                worker, status = self._stopped
+                exit_within(max(worker.shutdown.seconds_left(), EXIT_WAIT_S), status)
+
     def handle(self, *args: Any, **options: Any) -> None:
         _log_to_stderr(options["verbosity"])
         if options["reload"] and not reloading.in_child():
-            _exit(reloading.supervise())
+            _end(reloading.supervise())
+            return
         _serve_metrics(options["metrics_port"], options["metrics_addr"])
         using = checked_alias(options["database"])
         grace = options["grace_seconds"]
@@ -65,17 +81,23 @@ class Command(BaseCommand):
             handle_signals=not options["reload"],
         ))
         if options["reload"]:
-            _exit(reloading.watch(worker, prepare=self.check if self._deferred_checks else _nothing))
-        worker.run()
+            status = reloading.watch(worker, prepare=self.check if self._deferred_checks else _nothing)
+        else:
+            status = worker.run()
+        if worker.shutdown.stopping:
+            self._stopped = (worker, status)
+        _end(status)
 
 
 def _nothing() -> None:
     pass
 
 
-def _exit(status: int) -> None:
-    """End the command with ``status`` (0 included: nothing runs after the reloader)."""
-    raise SystemExit(status)
+def _end(status: int) -> None:
+    """End the command with ``status``: a reloading child's 3 asks its parent to start it
+    again."""
+    if status:
+        raise SystemExit(status)
 
 
 def _serve_metrics(port: int | None, addr: str | None) -> None:
