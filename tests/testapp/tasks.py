@@ -256,3 +256,20 @@ async def async_waits_in_a_thread(folder: str) -> str:
     await sync_to_async(wait_for_file)(here / "go", None, 600.0)
     return "done"
 
+
+
+
+@task
+async def async_leaves_atomic_open() -> int:
+    """:func:`leaves_atomic_open` through ``sync_to_async``, on asgiref's thread."""
+    from asgiref.sync import sync_to_async
+
+    return await sync_to_async(leaves_atomic_open.func)()
+
+
+@task
+async def async_reads_store() -> int:
+    """:func:`reads_store` through ``sync_to_async``."""
+    from asgiref.sync import sync_to_async
+
+    return await sync_to_async(reads_store.func)()
