@@ -260,3 +260,22 @@ def test_a_task_s_uniqueness_is_edited_in_the_admin(superuser_client, store_cloc
     assert TaskConfig.objects.get(task=ADD).uniqueness is None, "empty: as the code says"
     response = superuser_client.post(change_url, {"task": ADD, "uniqueness": "sometimes"})
     assert response.status_code == 200 and "uniqueness" in response.context["adminform"].form.errors
+
+
+def test_the_lists_last_error_column_shows_the_exception_not_a_traceback_line(superuser_client, store_clock):
+    """A worker stores ``dotted.Class: message`` and then the traceback: the column shows
+    that first line, the one an operator triages by."""
+    from boson_django.services import Outcome
+    from boson_django.worker.outcomes import error_text
+
+    try:
+        raise ValueError("bad input 7")
+    except ValueError as exc:
+        error = error_text(exc)
+    assert error.startswith("builtins.ValueError: bad input 7\nTraceback")
+    enqueue_one(queue="triage", max_attempts=1)
+    services.ack(admit_one("w1", ["triage"]).lease, Outcome.RETRY, error=error)
+    for model in ("job", "failedjob"):
+        body = superuser_client.get(reverse(f"admin:boson_django_{model}_changelist")).content.decode()
+        cell = re.search(r'<td class="field-error_head_display">(.*?)</td>', body).group(1)
+        assert cell == "builtins.ValueError: bad input 7", (model, cell)
