@@ -108,11 +108,13 @@ def all_enqueued(*, using: str | None = None) -> list[Envelope]:
 
 def task_run_stats(task: str, *, since: datetime | None = None, using: str | None = None) -> dict[str, Any]:
     """Finished runs of ``task`` (those started at or after ``since``, store time, when
-    given): counts per outcome and run-time percentiles in ms (nearest rank).
+    given): counts per outcome and run-time percentiles in ms (nearest rank). Only runs a
+    worker made count: the records of events that ran no handler (a cancel of a waiting
+    job, a retry, a release, a quarantine at enqueue) have no worker and no run time.
 
     Counted and ranked by the database, one row read per percentile: a task's runs can
     number millions, and loading each to sort them here cost memory in proportion."""
-    runs = Run.objects.using(_db.alias(using)).filter(task=validation.name(task, "task"), finished_at__isnull=False).order_by()
+    runs = Run.objects.using(_db.alias(using)).filter(task=validation.name(task, "task"), finished_at__isnull=False).exclude(worker_id="").order_by()
     if since is not None:
         runs = runs.filter(started_at__gte=validation.aware(since, "since"))
     by_outcome = dict(runs.values_list("outcome").annotate(n=_count()))

@@ -125,3 +125,19 @@ def test_reads_refuse_bad_arguments_naming_them(store_clock, call, field):
     with pytest.raises(InvalidEnvelope) as caught:
         call()
     assert caught.value.field == field and field in str(caught.value)
+
+
+def test_task_run_stats_leave_out_the_records_of_events_that_ran_no_handler(store_clock):
+    """A cancel of a waiting job, an operator's retry: records with no worker and no run
+    time. Counted, they made 'finished runs' of them and pulled the percentiles to 0 ms."""
+    _run(store_clock, 40, Outcome.SUCCESS)
+    failed = start_job(max_attempts=1)
+    store_clock.advance(60)
+    services.ack(failed.lease, Outcome.RETRY, error="E")
+    assert services.retry(failed.job_id)
+    assert services.cancel(failed.job_id)  # waiting again: cancelled with no handler running
+    waiting = enqueue_one(NOOP, queue="walk")
+    assert services.cancel(waiting)
+    stats = services.task_run_stats(NOOP)
+    assert stats["runs"] == 2 and stats["outcomes"] == {"success": 1, "retry": 1}
+    assert (stats["p50_ms"], stats["p95_ms"]) == (40.0, 60.0)
