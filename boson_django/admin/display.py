@@ -56,6 +56,11 @@ def duration(delta: timedelta) -> str:
     return f"{m}m {s:02d}s" if m else f"{s}s"
 
 
+def first_line(text: str | None) -> str:
+    """An error's first line: ``dotted.ExceptionClass: message``, before its traceback."""
+    return text.splitlines()[0] if text else ""
+
+
 def when(at: datetime | None, *, precise: bool = False) -> str:
     """A time in the active time zone (Django's ``TIME_ZONE``, or the one a middleware
     activated) and named by it -- ``2030-01-01 09:30:00 EST`` -- as Django's own fields

@@ -83,9 +83,7 @@ class JobAdmin(ReadOnlyAdmin):
 
     @admin.display(description="last error")
     def error_head_display(self, obj: Job) -> str:
-        """The error's first line: ``dotted.ExceptionClass: message``, before the traceback."""
-        head = getattr(obj, "error_head", None) or ""
-        return head.splitlines()[0] if head else ""
+        return display.first_line(getattr(obj, "error_head", None))
 
     # -- detail fields ----------------------------------------------------------------
     def get_object(self, request: HttpRequest, object_id: str, from_field: Any = None) -> Job | None:

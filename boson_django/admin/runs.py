@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.db.models.functions import Substr
 
 from boson_django.admin import display
 from boson_django.admin.base import ReadOnlyAdmin
 from boson_django.admin.filters import OutcomeFilter, QueueFilter
+from boson_django.admin.jobs import ERROR_HEAD
 from boson_django.models import Run
 
 
 class RunAdmin(ReadOnlyAdmin):
-    list_display = ("id", "job_link", "task", "queue", "attempt", "fence", "worker_id", "started_at", "finished_at", "outcome", "recorded")
+    list_display = ("id", "job_link", "task", "queue", "attempt", "fence", "worker_id", "started_at", "finished_at", "duration", "outcome", "recorded",
+                    "error_head_display")
     list_filter = (OutcomeFilter, QueueFilter, "recorded")
     search_fields = ("=job__id",)
     search_help_text = "Exact job id."
@@ -24,8 +27,16 @@ class RunAdmin(ReadOnlyAdmin):
     def get_queryset(self, request):  # type: ignore[no-untyped-def]
         qs = super().get_queryset(request)
         if request.resolver_match and request.resolver_match.url_name.endswith("_changelist"):
-            qs = qs.defer("error", "logs")
+            qs = qs.defer("error", "logs").annotate(error_head=Substr("error", 1, ERROR_HEAD))
         return qs
+
+    @admin.display(description="duration")
+    def duration(self, obj: Run) -> str:
+        return "—" if obj.finished_at is None else display.duration(obj.finished_at - obj.started_at)
+
+    @admin.display(description="error")
+    def error_head_display(self, obj: Run) -> str:
+        return display.first_line(getattr(obj, "error_head", None))
 
     @admin.display(description="job")
     def job_link(self, obj: Run) -> str:

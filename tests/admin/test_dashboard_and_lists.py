@@ -279,3 +279,17 @@ def test_the_lists_last_error_column_shows_the_exception_not_a_traceback_line(su
         body = superuser_client.get(reverse(f"admin:boson_django_{model}_changelist")).content.decode()
         cell = re.search(r'<td class="field-error_head_display">(.*?)</td>', body).group(1)
         assert cell == "builtins.ValueError: bad input 7", (model, cell)
+
+
+def test_the_runs_list_shows_each_run_s_duration_and_error(superuser_client, store_clock):
+    """What the Runs page is for: which worker ran it, for how long, how it ended and why."""
+    from boson_django.services import Outcome
+
+    enqueue_one(queue="runs", max_attempts=3)
+    lease = admit_one("w1", ["runs"]).lease
+    store_clock.advance(1_250)
+    services.ack(lease, Outcome.RETRY, error="builtins.ValueError: bad input 7\nTraceback (most recent call last):\n  ...")
+    body = superuser_client.get(reverse("admin:boson_django_run_changelist")).content.decode()
+    assert re.search(r'<td class="field-duration">1s</td>', body), "1.25 s of store time"
+    cell = re.search(r'<td class="field-error_head_display">(.*?)</td>', body).group(1)
+    assert cell == "builtins.ValueError: bad input 7"
