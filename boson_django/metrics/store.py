@@ -13,6 +13,7 @@ from prometheus_client.registry import Collector
 from boson_django import clock
 from boson_django.metrics import REGISTRY
 from boson_django.services import _db
+from boson_django.states import JobState
 
 log = logging.getLogger("boson_django.metrics")
 
@@ -60,14 +61,22 @@ def _jobs(using: str, now: Any) -> Iterator[Any]:
     from django.db.models import Count, Min
 
     jobs = _gauge("boson_jobs", "Jobs in the store by queue and state.", ["queue", "state"])
-    for row in Job.objects.using(using).order_by().values("queue", "state").annotate(n=Count("id")):
-        jobs.add_metric([row["queue"], row["state"]], row["n"])
+    counts = {(row["queue"], row["state"]): row["n"]
+              for row in Job.objects.using(using).order_by().values("queue", "state").annotate(n=Count("id"))}
+    queues = list(Queue.objects.using(using).values_list("name", "paused"))
+    # Every state of every queue, 0 included: a series that vanished when its last job
+    # left would read as "no data" to a graph, an alert or a sum, not as none.
+    for queue, _ in queues:
+        for state in JobState:
+            counts.setdefault((queue, state.value), 0)
+    for (queue, state), n in sorted(counts.items()):
+        jobs.add_metric([queue, state], n)
     oldest = _gauge("boson_queue_oldest_available_age_seconds",
                     "Age of the longest-waiting available job of each queue (0 when none waits).", ["queue"])
     waiting = dict(Job.objects.using(using).filter(state="available").order_by().values("queue")
                    .annotate(first=Min("run_at")).values_list("queue", "first"))
     paused = _gauge("boson_queue_paused", "1 if the queue is paused.", ["queue"])
-    for queue, is_paused in Queue.objects.using(using).values_list("name", "paused"):
+    for queue, is_paused in queues:
         paused.add_metric([queue], int(is_paused))
         first = waiting.get(queue)
         oldest.add_metric([queue], max((now - first).total_seconds(), 0.0) if first else 0.0)

@@ -13,6 +13,7 @@ from boson_django import services
 from boson_django.metrics import REGISTRY, install
 from boson_django.schedules import run_now, sync_schedules
 from boson_django.services import Outcome
+from boson_django.states import JobState
 from tests.factories import ADD, NOOP, envelope
 from tests.metrics.support import documented, family_of, run_jobs, samples_of, scrape
 
@@ -157,3 +158,19 @@ def test_a_metrics_port_without_the_metrics_extra_is_a_clear_error(db, monkeypat
     monkeypatch.delitem(sys.modules, "boson_django.metrics")
     with pytest.raises(CommandError, match=r"--metrics-port: .*pip install 'boson-django\[metrics\]'"):
         call_command("boson_worker", "--burst", "--metrics-port", "9108", verbosity=0)
+
+
+def test_a_queue_s_job_gauges_drop_to_zero_instead_of_vanishing(client, live_clock):
+    """Every queue has a ``boson_jobs`` series per state: retrying a queue's last failed
+    job brings its failed series to 0, where a graph or ``sum by (queue)`` can see it."""
+    services.enqueue([envelope(NOOP, queue="emptied", max_attempts=1)])
+    (unit,) = services.admit("w-1", ["emptied"], 1)
+    services.ack(unit.lease, Outcome.RETRY, error="E")
+    series, _ = scrape(client)
+    assert series[("boson_jobs", (("queue", "emptied"), ("state", "failed")))] == 1
+    assert services.retry(unit.lease.job_id)
+    series, _ = scrape(client)
+    assert series.get(("boson_jobs", (("queue", "emptied"), ("state", "failed")))) == 0
+    assert series.get(("boson_jobs", (("queue", "emptied"), ("state", "available")))) == 1
+    assert {state for (name, labels) in series if name == "boson_jobs" and labels[0] == ("queue", "emptied")
+            for state in [labels[1][1]]} == {s.value for s in JobState}
