@@ -6,7 +6,7 @@ from collections import defaultdict
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import OuterRef, Subquery, Sum
+from django.db.models import OuterRef, Q, Subquery, Sum
 
 from boson_django import conf
 from boson_django.admin.paginator import CAP
@@ -47,10 +47,21 @@ def capped_matrix(queues: list[str]) -> dict[tuple[str, str], int]:
 
 
 def leases_near_expiry(now: datetime) -> list[dict[str, Any]]:
-    """Running jobs with less than a third of the default lease left (expired ones first)."""
-    soon = now + timedelta(milliseconds=conf.get().LEASE_MS / 3)
+    """Running jobs with less than a third of their own lease left (expired ones first).
+
+    A holder renews every third of its shortest lease, so a healthy short lease (a task's
+    ``lease_ms`` of 3 s) always has less than a third of the default one left. One
+    condition per lease length the running jobs hold: a handful, read first."""
+    running = Job.objects.filter(state=JobState.RUNNING.value)
+    default = conf.get().LEASE_MS
+    soon = Q()
+    for lease_ms in running.order_by().values_list("lease_ms", flat=True).distinct():
+        length = Q(lease_ms__isnull=True) if lease_ms is None else Q(lease_ms=lease_ms)
+        soon |= length & Q(lease_expires_at__lte=now + timedelta(milliseconds=(lease_ms or default) / 3))
+    if not soon:
+        return []
     return list(
-        Job.objects.filter(state=JobState.RUNNING.value, lease_expires_at__lte=soon)
+        running.filter(soon)
         .order_by("lease_expires_at")
         .values("id", "task", "queue", "lease_holder", "fence", "lease_expires_at")[:MAX_ROWS]
     )

@@ -293,3 +293,17 @@ def test_the_runs_list_shows_each_run_s_duration_and_error(superuser_client, sto
     assert re.search(r'<td class="field-duration">1s</td>', body), "1.25 s of store time"
     cell = re.search(r'<td class="field-error_head_display">(.*?)</td>', body).group(1)
     assert cell == "builtins.ValueError: bad input 7"
+
+
+def test_a_short_lease_is_about_to_expire_only_when_a_third_of_its_own_length_is_left(superuser_client, store_clock):
+    """A task with a 3 s lease is renewed every second: freshly held, it is healthy, though
+    it has less than a third of the default 30 s lease left."""
+    from boson_django.admin import stats
+
+    job_id = enqueue_one(queue="short", lease_ms=3_000)
+    admit_one("w1", ["short"])
+    assert [row["id"] for row in stats.leases_near_expiry(store_clock.now())] == []
+    body = superuser_client.get(reverse(DASHBOARD)).content.decode()
+    assert "Every lease has at least a third of its time left." in body
+    store_clock.advance(2_100)  # 900 ms left: its holder missed its renewals
+    assert [row["id"] for row in stats.leases_near_expiry(store_clock.now())] == [job_id]
