@@ -41,14 +41,25 @@ class DashboardAdmin(ReadOnlyAdmin):
             "cap_label": f"{CAP:,}",
             **matrix_context(now),
             **charts_context(now),
-            "leases": [{**row, "expires": display.relative(row["lease_expires_at"], now, "in {}", "EXPIRED {} ago"),
-                        "expired": row["lease_expires_at"] <= now} for row in stats.leases_near_expiry(now)],
+            **leases_context(now),
             "fingerprints": count_label(*capped_count(QuarantinedFingerprint.objects.all())),
             "duties": [{"duty": d, "expires": display.relative(d.expires_at, now, "in {}", "free (expired {} ago)")} for d in stats.duties()],
             "buckets": stats.buckets(now),
         }
         request.current_app = self.admin_site.name
         return TemplateResponse(request, "admin/boson_django/dashboard.html", context)
+
+
+def leases_context(now: datetime) -> dict[str, Any]:
+    """The leases about to expire, the first ``stats.MAX_ROWS`` listed and counted as
+    "20+" when there are more."""
+    found = stats.leases_near_expiry(now)
+    listed = found[: stats.MAX_ROWS]
+    return {
+        "leases": [{**row, "expires": display.relative(row["lease_expires_at"], now, "in {}", "EXPIRED {} ago"),
+                    "expired": row["lease_expires_at"] <= now} for row in listed],
+        "leases_label": count_label(len(listed), len(found) > len(listed)),
+    }
 
 
 def matrix_context(now: datetime) -> dict[str, Any]:

@@ -47,7 +47,8 @@ def capped_matrix(queues: list[str]) -> dict[tuple[str, str], int]:
 
 
 def leases_near_expiry(now: datetime) -> list[dict[str, Any]]:
-    """Running jobs with less than a third of their own lease left (expired ones first).
+    """Running jobs with less than a third of their own lease left (expired ones first):
+    the first ``MAX_ROWS``, and one more when there are more.
 
     A holder renews every third of its shortest lease, so a healthy short lease (a task's
     ``lease_ms`` of 3 s) always has less than a third of the default one left. One
@@ -63,7 +64,7 @@ def leases_near_expiry(now: datetime) -> list[dict[str, Any]]:
     return list(
         running.filter(soon)
         .order_by("lease_expires_at")
-        .values("id", "task", "queue", "lease_holder", "fence", "lease_expires_at")[:MAX_ROWS]
+        .values("id", "task", "queue", "lease_holder", "fence", "lease_expires_at")[: MAX_ROWS + 1]
     )
 
 

@@ -307,3 +307,17 @@ def test_a_short_lease_is_about_to_expire_only_when_a_third_of_its_own_length_is
     assert "Every lease has at least a third of its time left." in body
     store_clock.advance(2_100)  # 900 ms left: its holder missed its renewals
     assert [row["id"] for row in stats.leases_near_expiry(store_clock.now())] == [job_id]
+
+
+def test_more_leases_about_to_expire_than_listed_say_so(superuser_client, store_clock, monkeypatch):
+    """The card lists the first ``MAX_ROWS``; its count says when there are more."""
+    from boson_django.admin import stats
+
+    monkeypatch.setattr(stats, "MAX_ROWS", 2)
+    for _ in range(3):
+        enqueue_one(queue="stalled")
+    assert len(services.admit("w1", ["stalled"], 3)) == 3
+    store_clock.advance(31_000)  # every lease expired, none reclaimed yet
+    body = superuser_client.get(reverse(DASHBOARD)).content.decode()
+    assert re.search(r'<th>Leases about to expire</th><td class="num"><span class="boson-warn">2\+</span>', body)
+    assert body.split('id="boson-leases"')[1].count("/admin/boson_django/job/") == 2
