@@ -56,6 +56,11 @@ def duration(delta: timedelta) -> str:
     return f"{m}m {s:02d}s" if m else f"{s}s"
 
 
+def number(value: float) -> str:
+    """``3`` for 3.0 (progress is stored as a float), ``2.5`` as it is."""
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
 def first_line(text: str | None) -> str:
     """An error's first line: ``dotted.ExceptionClass: message``, before its traceback."""
     return text.splitlines()[0] if text else ""

@@ -154,8 +154,8 @@ class JobAdmin(ReadOnlyAdmin):
         found = services.get_progress(obj.id)
         if found is None:
             return "—"
-        total = f"/{found.total}" if found.total is not None else ""
-        return f"{found.current}{total} {found.message} (attempt {found.attempt}, fence {found.fence}, at {display.when(found.at)})"
+        total = f"/{display.number(found.total)}" if found.total is not None else ""
+        return f"{display.number(found.current)}{total} {found.message} (attempt {found.attempt}, fence {found.fence}, at {display.when(found.at)})"
 
     # -- the detail page --------------------------------------------------------------
     def change_view(self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None) -> Any:

@@ -321,3 +321,14 @@ def test_more_leases_about_to_expire_than_listed_say_so(superuser_client, store_
     body = superuser_client.get(reverse(DASHBOARD)).content.decode()
     assert re.search(r'<th>Leases about to expire</th><td class="num"><span class="boson-warn">2\+</span>', body)
     assert body.split('id="boson-leases"')[1].count("/admin/boson_django/job/") == 2
+
+
+def test_a_job_s_progress_counts_as_the_handler_gave_them(superuser_client, store_clock):
+    """``context.progress(3, 12)`` reads "3/12", not "3.0/12.0"; a fraction stays one."""
+    enqueue_one(queue="progress")
+    lease = admit_one("w1", ["progress"]).lease
+    url = reverse("admin:boson_django_job_change", args=[lease.job_id])
+    services.write_progress(lease, 3, 12, "day block 3")
+    assert "3/12 day block 3 (attempt 1" in superuser_client.get(url).content.decode()
+    services.write_progress(lease, 2.5, None, "MB")
+    assert "2.5 MB (attempt 1" in superuser_client.get(url).content.decode()
