@@ -395,7 +395,9 @@ class Worker:
                 self._submit(executor, attempt, known)
 
     def _idle_exit(self, got: int) -> bool:
-        if self.running or got:
+        # Held, not running: a handler that overran its timeout keeps its (daemon) thread
+        # after its job was acked, and one that never returns kept --burst from exiting.
+        if self._held() or got:
             return False
         if self.options.max_jobs is not None and self.admitted >= self.options.max_jobs:
             return True

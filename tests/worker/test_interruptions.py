@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from boson_django import services
-from tests.testapp.tasks import async_ignores_cancel, gated, gated_steps, overruns, stamp
+from tests.testapp.tasks import async_ignores_cancel, gated, gated_steps, overruns, stamp, waits_blind
 from tests.worker.conftest import Idle, ThreadWorker, job, started_file, state, wait_until
 
 
@@ -19,6 +19,24 @@ def test_timeout_is_acked_retry_and_the_handler_is_asked_to_stop(live_clock, fol
     assert any("started, will overrun" in line for line in record.logs)
     assert (folder / f"stopped-{result.id}").read_text() == "True"
     assert job(result.id).attempt == 1
+
+
+def test_a_burst_worker_exits_though_a_timed_out_handler_never_returns(live_clock, folder):
+    """The job is acked as timed out; its handler keeps a daemon thread, which neither the
+    worker nor the process waits for. A burst worker waited for it forever."""
+    [created] = services.enqueue([services.Envelope(task=waits_blind.module_path, args=[str(folder)], timeout_ms=1_000,
+                                                    max_attempts=1)])
+    runner = ThreadWorker(burst=True)
+    runner.thread.start()
+    try:
+        wait_until(lambda: list(folder.glob("started-*")), what="the handler to start")
+        live_clock.advance(1_001)  # past timeout_ms on the store clock
+        wait_until(lambda: not runner.thread.is_alive(), what="the burst worker to exit")
+        assert runner.exit_code == 0
+        assert state(created.id) == "failed"
+    finally:
+        (folder / "go").write_text("go")  # the handler's thread ends too
+        runner.thread.join(20)
 
 
 def test_cancelled_job_stops_at_its_next_checkpoint_and_stores_nothing(live_clock, folder):
