@@ -16,6 +16,7 @@ from boson_django.models import Run
 from tests.testapp.tasks import async_waits_in_a_thread, gated, noop
 from tests.worker.conftest import Proc, job, started_file, state, wait_until
 
+
 def test_sigkill_mid_job_is_reclaimed_and_completed_exactly_once(live_clock, tmp_path, procs):
     result = gated.enqueue(str(tmp_path), 11)
     first = Proc(tmp_path, "w-killed")
@@ -102,3 +103,22 @@ def test_a_stopped_worker_exits_though_an_async_handler_is_stuck_in_sync_to_asyn
     assert proc.says("did not exit within 2.0s of the worker stopping; exiting without the threads still running")
     assert state(result.id) == "available" and [r.outcome for r in services.errors(result.id)] == ["released"]
     (tmp_path / "go").write_text("go")
+
+
+def test_a_burst_worker_exits_though_an_async_handler_past_its_timeout_is_stuck_in_sync_to_async(
+        live_clock, tmp_path, procs):
+    """The job is acked as timed out and the burst is done; the process still had asgiref's
+    thread to join at exit, which never ended."""
+    [created] = services.enqueue([services.Envelope(task=async_waits_in_a_thread.module_path, args=[str(tmp_path)],
+                                                    timeout_ms=1_000, max_attempts=1)])
+    proc = Proc(tmp_path, "w-burst-straggler", "--burst")
+    procs.append(proc)
+    wait_until(lambda: list(tmp_path.glob("started-*")), what="the handler to start")
+    live_clock.advance(1_001)  # past timeout_ms on the store clock
+    try:
+        assert proc.exit_code() == 0, proc.text()
+        assert proc.says("exiting without the threads still running")
+        assert state(created.id) == "failed"
+    finally:
+        (tmp_path / "go").write_text("go")
+

@@ -46,19 +46,21 @@ class Command(BaseCommand):
             options["skip_checks"] = True
         return super().execute(*args, **options)
 
-    #: The worker that stopped on a request (a signal, a code change) and its exit status.
-    _stopped: tuple[Worker, int] | None = None
+    #: The worker that ran and its exit status, once it returned.
+    _ended: tuple[Worker, int] | None = None
 
     def run_from_argv(self, argv: list[str]) -> None:
-        """From the command line, the process ends with the worker: once a stopped worker
-        returns, :func:`exit_within` ends it even if a handler left a thread running. Not
-        from ``call_command``, whose process goes on after the command."""
+        """From the command line, the process ends with the worker: once the worker
+        returns (stopped, or --burst and --max-jobs done), :func:`exit_within` ends it even
+        if a handler left a thread running. Not from ``call_command``, whose process goes
+        on after the command."""
         try:
             super().run_from_argv(argv)
         finally:
-            if self._stopped is not None:
-                worker, status = self._stopped
-                exit_within(max(worker.shutdown.seconds_left(), EXIT_WAIT_S), status)
+            if self._ended is not None:
+                worker, status = self._ended
+                grace_left = worker.shutdown.seconds_left() if worker.shutdown.stopping else 0.0
+                exit_within(max(grace_left, EXIT_WAIT_S), status)
 
     def handle(self, *args: Any, **options: Any) -> None:
         _log_to_stderr(options["verbosity"])
@@ -84,8 +86,7 @@ class Command(BaseCommand):
             status = reloading.watch(worker, prepare=self.check if self._deferred_checks else _nothing)
         else:
             status = worker.run()
-        if worker.shutdown.stopping:
-            self._stopped = (worker, status)
+        self._ended = (worker, status)
         _end(status)
 
 
