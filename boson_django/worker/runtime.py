@@ -450,7 +450,10 @@ class Worker:
         if not held:
             return True
         if self.shutdown.grace_over():
-            self._release([a for a in held if not a.acking])  # the flush in flight settles the rest
+            # A handler that returned since this tick's collect is acked, not released (its
+            # job would run again); the flush in flight settles the attempts it holds.
+            self._collect()
+            self._release([a for a in self._held() if not a.acking and not self._finished(a)])
             return True
         self.waker.wait(min(self.shutdown.seconds_left(), self.heartbeat.seconds_left(), self.poll_s))
         return False

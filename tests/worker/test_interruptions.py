@@ -100,6 +100,29 @@ def test_stop_releases_jobs_still_running_when_the_grace_ends(live_clock, folder
     assert services.get_result(result.id) is None and state(result.id) == "available"
 
 
+def test_a_handler_returning_as_the_grace_ends_is_acked_not_released(live_clock, folder):
+    """It returned after the tick's collect and before the grace's release: released, its
+    finished job would have run again."""
+    result = gated.enqueue(str(folder), 5)
+    runner = ThreadWorker(grace_ms=0)
+    worker, enforce = runner.worker, runner.worker._enforce_timeouts
+
+    def handler_returns_between_collect_and_drain() -> None:
+        if worker.shutdown.stopping:
+            (folder / "go").write_text("go")
+            wait_until(lambda: all(a.future is None or a.future.done() for a in worker.running.values()),
+                       what="the handler to return")
+        enforce()
+
+    worker._enforce_timeouts = handler_returns_between_collect_and_drain  # type: ignore[method-assign]
+    with runner:
+        started_file(folder, result.id)
+        worker.stop()
+        runner.thread.join(20)
+    assert state(result.id) == "completed"
+    assert [r.outcome for r in services.errors(result.id)] == []
+
+
 def test_notify_free_worker_picks_up_new_jobs_by_polling(live_clock, folder):
     with ThreadWorker(notify=False):
         result = gated.enqueue(str(folder), 5)
