@@ -78,6 +78,76 @@ def test_find_problems_names_a_stranded_lease_only_when_asked(store_clock):
     assert services.find_problems(stranded_after_ms=10_000) == []
 
 
+def _lease_on_an_available_job():
+    Job.objects.filter(id=enqueue_one()).update(lease_holder="w-ghost")
+
+
+def _running_without_its_open_run():
+    Run.objects.filter(job_id=running_job().lease.job_id).delete()
+
+
+def _open_run_of_a_job_no_longer_running():
+    Job.objects.filter(id=running_job().lease.job_id).update(state="available", lease_holder=None, lease_expires_at=None)
+
+
+def _run_with_a_future_fence():
+    unit = running_job()
+    Run.objects.filter(job_id=unit.lease.job_id).update(fence=unit.lease.fence + 5)
+
+
+def _two_runs_with_one_fence():
+    unit = running_job()
+    services.ack(unit.lease, "success")
+    run = Run.objects.get(job_id=unit.lease.job_id)
+    Run.objects.create(job_id=run.job_id, task=run.task, queue=run.queue, attempt=1, fence=run.fence,
+                       worker_id="w-ghost", started_at=run.started_at, finished_at=run.finished_at, outcome="success")
+
+
+def _run_of_a_missing_job():
+    Run.objects.create(job_id="no-such-job", task="t", queue="q", attempt=1, fence=1, worker_id="w-ghost",
+                       started_at=Job.objects.get(id=enqueue_one()).enqueued_at)
+
+
+def _attempt_beyond_max_attempts():
+    job_id = enqueue_one()
+    Job.objects.filter(id=job_id).update(attempt=Job.objects.get(id=job_id).max_attempts + 1)
+
+
+def _finished_without_finalized_at():
+    unit = running_job(retention_ms=60_000)
+    services.ack(unit.lease, "success")
+    Job.objects.filter(id=unit.lease.job_id).update(finalized_at=None)
+
+
+def _quarantined_without_its_fingerprint():
+    Job.objects.filter(id=enqueue_one()).update(state="quarantined")
+
+
+@pytest.mark.parametrize(("break_it", "rule"), [
+    (_lease_on_an_available_job, "lease left on a job that is not running"),
+    (_running_without_its_open_run, "running job without exactly one open run of its fence"),
+    (_open_run_of_a_job_no_longer_running, "open run of a job that is not running under that fence"),
+    (_run_with_a_future_fence, "run with a fence the job never had"),
+    (_two_runs_with_one_fence, "two runs of one job with the same fence"),
+    (_run_of_a_missing_job, "run or data of a job that no longer exists"),
+    (_attempt_beyond_max_attempts, "attempt beyond max_attempts"),
+    (_finished_without_finalized_at, "finished job without finalized_at"),
+    (_quarantined_without_its_fingerprint, "quarantined job whose fingerprint is not registered"),
+], ids=lambda v: v.__name__.strip("_") if callable(v) else "")
+def test_find_problems_names_each_shape_rule(store_clock, break_it, rule):
+    assert services.find_problems() == []
+    break_it()
+    assert rule in _rules()
+
+
+def test_every_rule_of_find_problems_is_covered_here():
+    """Each rule of ``find_problems`` is made to fire by a test in this module."""
+    from boson_django.services import invariants
+
+    source = open(__file__).read()
+    assert [rule for rule in invariants._CHECKS if rule not in source] == []
+
+
 def test_the_scenario_checker_names_lost_strangers_and_double_effects(store_clock):
     known = enqueue_one(THEN, args=["returns"])
     stranger = enqueue_one(THEN, args=["returns"])
