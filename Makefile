@@ -49,7 +49,7 @@ lint: $(BIN)/.installed-dev
 	$(BIN)/ruff check boson_django example_project scripts tests bench
 	$(BIN)/mypy boson_django
 
-# Regenerate docs/states.md and docs/settings.md from states.py and conf.py.
+# Regenerate the state machine in docs/concepts.md and docs/settings.md from states.py and conf.py.
 docs: $(BIN)/.installed
 	$(BIN)/python scripts/gen_docs.py
 
