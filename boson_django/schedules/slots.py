@@ -31,11 +31,12 @@ class Timing:
             return EPOCH + ((at - EPOCH) // step + 1) * step
         from boson_django.schedules.spec import cronsim, zone
 
-        try:
-            found = next(cronsim()[0](self.cron or "", at.astimezone(zone(self.timezone))))
-        except StopIteration:
-            return None
-        return found.astimezone(timezone.utc)
+        # Started inside the repeated hour of a fall-back (fold=1), cronsim yields the first
+        # occurrence of a fixed time there -- up to an hour before ``at``: skip those.
+        for found in cronsim()[0](self.cron or "", at.astimezone(zone(self.timezone))):
+            if found.astimezone(timezone.utc) > at:
+                return found.astimezone(timezone.utc)
+        return None
 
 
 @dataclass

@@ -133,6 +133,28 @@ def test_dst_in_paris_through_the_scheduler(settings, store_clock):
     assert len(_jobs("half")) == 8, "01:30 CEST .. 04:00 CET is eight half-hours, 02:00 and 02:30 twice"
 
 
+def test_a_fixed_time_seen_in_the_repeated_hour_of_fall_back_is_next_due_tomorrow(settings, store_clock):
+    """Paris falls back on 2030-10-27: 02:30 CEST (00:30 UTC) passed, then 02:00 CEST comes
+    again as 02:00 CET. Seen in that second hour, the next 02:30 is tomorrow's: a schedule
+    declared then does not fire the 02:30 of an hour ago, and one back from downtime fires
+    that slot once and moves on to tomorrow."""
+    tomorrow = datetime(2030, 10, 28, 1, 30, tzinfo=timezone.utc)
+    store_clock.freeze(datetime(2030, 10, 27, 0, 0, tzinfo=timezone.utc))  # 02:00 CEST
+    _declare(settings, down={"task": NOOP, "cron": "30 2 * * *", "timezone": "Europe/Paris"})
+    sync_schedules()
+    store_clock.freeze(datetime(2030, 10, 27, 1, 10, tzinfo=timezone.utc))  # 02:10 CET; workers were down
+    _declare(settings,
+             down={"task": NOOP, "cron": "30 2 * * *", "timezone": "Europe/Paris"},
+             new={"task": NOOP, "cron": "30 2 * * *", "timezone": "Europe/Paris"})
+    sync_schedules()
+    run_due()
+    assert [j.meta["slot"] for j in _jobs("down")] == ["2030-10-27T00:30:00+00:00"]
+    assert _jobs("new") == []
+    assert {r.name: r.next_run_at for r in Schedule.objects.filter(name__in=["down", "new"])} == {
+        "down": tomorrow, "new": tomorrow,
+    }
+
+
 def test_run_now_enqueues_through_the_services_without_touching_slots(settings, store_clock):
     _declare(settings, daily={"task": ADD, "cron": "0 3 * * *", "args": [2, 3]})
     sync_schedules()
