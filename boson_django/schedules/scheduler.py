@@ -17,7 +17,7 @@ from typing import Any
 from django.core.exceptions import ImproperlyConfigured
 from django.db import DatabaseError, transaction
 
-from boson_django import clock, ids
+from boson_django import clock, ids, registry
 from boson_django.errors import StoreError
 from boson_django.schedules import slots
 from boson_django.schedules.declared import sync_schedules, timing_of
@@ -115,8 +115,20 @@ def _envelope(row: Any, slot: datetime | None, job_id: str) -> Envelope:
         meta["slot"] = slot.isoformat()
     return Envelope(
         id=job_id, task=row.task, args=list(row.args), kwargs=dict(row.kwargs), queue=row.queue,
-        priority=row.priority, meta=meta,
+        priority=row.priority, unique_key=_unique_key(row), meta=meta,
     )
+
+
+def _unique_key(row: Any) -> str | None:
+    """The task's ``unique_key`` when it is a function of the arguments, as ``enqueue()``
+    of the task computes it (a fixed string is a code default the services apply)."""
+    key = getattr(registry.get(row.task), "unique_key", None)
+    if not callable(key):
+        return None
+    try:
+        return key(*row.args, **row.kwargs)
+    except Exception as exc:  # a schedule that cannot enqueue is logged and postponed, not fatal
+        raise ValueError(f"unique_key of {row.task} failed on the schedule's arguments: {exc!r}") from exc
 
 
 def _record_slot(name: str, slot: datetime, job_id: str, now: datetime, holder: str, using: str) -> bool:

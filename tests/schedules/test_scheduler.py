@@ -15,6 +15,8 @@ from boson_django.worker.sweeper import Sweeper
 from tests.conftest import EPOCH
 from tests.factories import ADD, NOOP
 
+KEYED = "tests.testapp.tasks.report_for"  # unique_key=lambda region: f"report:{region}"
+
 MINUTE = timedelta(minutes=1)
 
 
@@ -167,6 +169,16 @@ def test_run_now_enqueues_through_the_services_without_touching_slots(settings, 
     assert not ScheduleSlot.objects.exists()
     with pytest.raises(Schedule.DoesNotExist):
         run_now("nope")
+
+
+def test_a_unique_key_function_of_the_task_holds_back_slots_while_its_job_is_live(settings, store_clock):
+    _declare(settings, keyed={"task": KEYED, "cron": "* * * * *", "args": ["eu"]})
+    sync_schedules()
+    _step_minutes(store_clock, 2)
+    (job,) = _jobs("keyed")
+    assert job.unique_key == "report:eu"
+    assert list(ScheduleSlot.objects.filter(schedule="keyed").values_list("job_id", flat=True)) == [job.id, job.id]
+    assert run_now("keyed") == job.id
 
 
 def test_enabling_starts_from_the_next_slot_not_the_ones_switched_off(settings, store_clock):

@@ -30,6 +30,11 @@ def rebuild_index() -> None:
     return None
 
 
+@task(unique_key=lambda region: f"report:{region}")
+def report_for(region: str) -> str:
+    return region
+
+
 # -- tasks the worker tests run (tests/worker/) -------------------------------------------
 
 import logging  # noqa: E402
