@@ -32,14 +32,15 @@ _synced: set[str] = set()
 
 
 def run_due(limit: int = 100, *, using: str | None = None, holder: str = "") -> int:
-    """The duty's body: sync declarations (once per process), then tick every due schedule.
+    """The duty's body: sync declarations (once per process, again if the table is empty),
+    then tick every due schedule.
 
     Returns how many schedules were looked at (a full batch makes the sweeper call again).
     A schedule that cannot enqueue (its task is gone, say) is logged and moved to its
     next slot, so one broken schedule never stops the others.
     """
     using = _db.alias(using)
-    if using not in _synced:
+    if using not in _synced or not _has_rows(using):
         try:
             sync_schedules(using=using)
         except (ImproperlyConfigured, ValueError) as exc:  # reported by checks too; keep firing the rows
@@ -53,6 +54,14 @@ def run_due(limit: int = 100, *, using: str | None = None, holder: str = "") -> 
             log.error("boson: schedule %s could not enqueue: %s", name, exc)
             postpone(name, using=using)
     return len(names)
+
+
+def _has_rows(using: str) -> bool:
+    """Whether the schedule table holds rows: when a test's rollback or flush removed
+    what this process synced, its next pass syncs again."""
+    from boson_django.models import Schedule
+
+    return Schedule.objects.using(using).exists()
 
 
 def due_names(limit: int, using: str) -> list[str]:

@@ -65,3 +65,41 @@ def test_run_until_idle_ends_a_handlers_sys_exit_as_the_worker_does(db):
     result = exits.using(max_attempts=1).enqueue(2)
     assert run_until_idle() == 1
     assert exits.get_result(result.id).status == TaskResultStatus.FAILED
+
+
+NIGHTLY = {"nightly": {"task": "tests.testapp.tasks.noop", "cron": "0 3 * * *"}}
+
+
+def _fire_nightly() -> int:
+    """What a test of a schedule does: step the frozen clock past 03:00, run the
+    scheduler; returns how many jobs it made."""
+    from boson_django import schedules
+    from boson_django.models import Job
+
+    with frozen_clock(datetime(2031, 1, 1, 2, 59, tzinfo=timezone.utc)) as frozen:
+        schedules.run_due()
+        frozen.advance(60_000)
+        schedules.run_due()
+    return Job.objects.filter(meta__schedule="nightly").count()
+
+
+def test_a_schedule_fires_in_every_test_whose_transaction_rolled_back_the_last_ones_rows(db, settings):
+    """Each TestCase test rolls back the rows the scheduler's first pass synced: the next
+    test's pass must sync them again, not trust that this process already did."""
+    from django.db import transaction
+
+    settings.BOSON = {**settings.BOSON, "SCHEDULES": NIGHTLY}
+    for _ in range(2):  # two tests, each in its own (rolled back) transaction
+        with transaction.atomic():
+            assert _fire_nightly() == 1
+            transaction.set_rollback(True)
+
+
+def test_a_schedule_fires_in_every_test_after_the_last_one_flushed_the_database(transactional_db, settings):
+    """A TransactionTestCase flushes the database after each test (``flush``)."""
+    from django.core.management import call_command
+
+    settings.BOSON = {**settings.BOSON, "SCHEDULES": NIGHTLY}
+    for _ in range(2):
+        assert _fire_nightly() == 1
+        call_command("flush", interactive=False, verbosity=0)
