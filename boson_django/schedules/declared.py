@@ -8,13 +8,14 @@ next run to the first new slot after now; the slots it already fired stay fired.
 
 from __future__ import annotations
 
+import json
 import logging
 from datetime import datetime
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 
-from boson_django import clock, conf, registry
+from boson_django import clock, conf, registry, validation
 from boson_django.schedules.slots import Timing
 from boson_django.schedules.spec import Schedule, from_setting
 from boson_django.services import _db
@@ -49,9 +50,16 @@ def _add(found: dict[str, tuple[Schedule, str]], spec: Schedule, source: str) ->
 def definition(spec: Schedule, source: str) -> dict[str, Any]:
     return {
         "task": spec.task, "cron": spec.cron or "", "every_ms": spec.every_ms, "timezone": spec.timezone,
-        "missed": spec.missed, "grace_ms": spec.grace_ms, "args": list(spec.args), "kwargs": dict(spec.kwargs),
+        "missed": spec.missed, "grace_ms": spec.grace_ms, "args": _as_stored(list(spec.args), "args"),
+        "kwargs": _as_stored(dict(spec.kwargs), "kwargs"),
         "queue": spec.queue, "priority": spec.priority, "source": source,
     }
+
+
+def _as_stored(value: Any, field: str) -> Any:
+    """``value`` as the row's JSON column gives it back (tuples become lists), so that a
+    declaration compares equal to the row it was written to."""
+    return json.loads(validation.json_text(value, field))
 
 
 def timing_of(row: Any) -> Timing:

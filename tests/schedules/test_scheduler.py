@@ -58,7 +58,8 @@ def test_a_sync_with_nothing_to_change_reads_once_and_locks_nothing(settings, st
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    _declare(settings, tick={"task": NOOP, "every": timedelta(minutes=5)}, tock={"task": NOOP, "cron": "0 * * * *"})
+    _declare(settings, tick={"task": NOOP, "every": timedelta(minutes=5), "args": [("eu", 1)], "kwargs": {"at": (9, 30)}},
+             tock={"task": NOOP, "cron": "0 * * * *"})  # the tuples are stored as JSON lists
     sync_schedules()
     with CaptureQueriesContext(connection) as ctx:
         assert sync_schedules() == 0
