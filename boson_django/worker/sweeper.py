@@ -8,6 +8,7 @@ holder dies another worker takes over once it lapses on the store clock.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -67,6 +68,8 @@ class Sweeper:
             if not services.claim_duty(name, self.holder, self.duty_lease_ms, using=self.using):
                 done[name] = None
                 continue
+            if name == SCHEDULE_DUTY:  # each slot it fires records who fired it
+                sweep = functools.partial(sweep, holder=self.holder)
             done[name] = self._rounds(sweep)
         if self.on_work and (done.get("boson.promote") or done.get("boson.reclaim")):
             self.on_work()

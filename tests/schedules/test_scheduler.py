@@ -210,6 +210,8 @@ def test_the_workers_sweeper_runs_the_scheduler_under_its_duty(settings, store_c
     assert sweeper.run()["boson.schedule"] == 1
     assert Sweeper("w-2", "default", interval_ms=1_000, batch=100).run()["boson.schedule"] is None
     assert len(_jobs("minutely")) == 1
+    fired_by = ScheduleSlot.objects.filter(schedule="minutely").values_list("holder", flat=True)
+    assert list(fired_by) == ["w-1"], "the slot names who fired it"
 
 
 @pytest.mark.parametrize("entry, message", [
