@@ -3,8 +3,9 @@
 A *slot* is one instant (aware UTC) at which a schedule is due. Cron slots follow the
 wall clock of the schedule's time zone with Debian cron's DST rules (via cronsim): in a
 spring-forward gap a fixed-time slot moves to the first instant after the gap, a
-wildcard-hour slot that falls in it does not exist; in a fall-back overlap a fixed-time
-slot fires once (the first occurrence), a wildcard-hour slot fires in both. Interval
+wildcard slot (minute or hour field starting with ``*``) that falls in it does not exist;
+in a fall-back overlap a fixed-time slot fires once (the first occurrence), a wildcard
+slot fires in both. Interval
 slots are ``epoch + k * every`` and know nothing of time zones.
 """
 

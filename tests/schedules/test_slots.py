@@ -60,6 +60,20 @@ def test_fall_back_wildcard_hour_slots_run_in_both_occurrences_of_the_hour():
     assert all(b - a == timedelta(minutes=30) for a, b in zip(got, got[1:]))
 
 
+@pytest.mark.parametrize("cron, spring, fall", [
+    ("30 1-3 * * *", ["01:30", "03:00", "03:30"], ["01:30", "02:30", "03:30"]),  # a range: fixed-time
+    ("15,45 2 * * *", ["03:00"], ["02:15", "02:45"]),  # a list: fixed-time
+    ("*/30 2 * * *", [], ["02:00", "02:30", "02:00", "02:30"]),  # a minute starting with *: wildcard
+])
+def test_a_job_is_wildcard_only_when_its_minute_or_hour_field_starts_with_a_star(cron, spring, fall):
+    """Debian cron's rule, as schedules.md states it: ranges and lists are fixed-time."""
+    timing = Timing(cron, None, "Europe/Paris")
+    for day, expected in ((31, spring), (27, fall)):
+        month = 3 if day == 31 else 10
+        got = slots(timing, paris(2030, month, day - 1, 23, 0), paris(2030, month, day, 4, 0) - timedelta(minutes=1))
+        assert [f"{s.astimezone(PARIS):%H:%M}" for s in got] == expected, (cron, day)
+
+
 def test_a_utc_schedule_ignores_dst():
     hourly = Timing("0 * * * *", None, "UTC")
     got = slots(hourly, datetime(2030, 10, 27, 0, 0, tzinfo=UTC), datetime(2030, 10, 27, 4, 0, tzinfo=UTC))
