@@ -69,9 +69,9 @@ def test_the_scale_table_puts_the_peers_four_processes_beside_boson():
     rows = table.splitlines()
     peer_rows = [r for r in rows if "pgqueuer's default batch (10)" in r]
     assert len(peer_rows) == 2
-    assert "30.0 jobs/s" in peer_rows[0] and "45.0 jobs/s" in peer_rows[1] and "the peer's: 1.50x" in peer_rows[1]
+    assert "30.0 jobs/s" in peer_rows[0] and "45.0 jobs/s" in peer_rows[1] and "the peer's: 1.500x" in peer_rows[1]
     assert rows[rows.index(peer_rows[1]) + 1].startswith("| CPU mid-drain, 1 process / 4: cores busy 1.50 / 1.50")
-    assert ">= 1.5x: 1.10x" in table and ">= 1.5x: 1.20x" in table  # boson's own rows unchanged
+    assert ">= 1.5x: 1.100x" in table and ">= 1.5x: 1.200x" in table  # boson's own rows unchanged
     assert "pgqueuer" not in run.scale_table(boson, {"drain": [2000.0]})
 
 
