@@ -52,9 +52,11 @@ class TaskConfigAdmin(DeletedByService):
 
     @admin.display(description="runs in the last 24 hours")
     def recent_runs(self, obj: TaskConfig) -> str:
-        """What the policy being edited has done lately (``services.task_run_stats``)."""
-        return display.run_stats(services.task_run_stats(obj.task, since=clock.now() - RECENT),
-                                 display.changelist_url("run", task=obj.task))
+        """What the policy being edited has done lately (``services.task_run_stats``),
+        linked to the runs of the same window."""
+        since = clock.now() - RECENT
+        return display.run_stats(services.task_run_stats(obj.task, since=since),
+                                 display.changelist_url("run", task=obj.task, started_at__gte=since.isoformat()))
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return has_perm(request, "add_taskconfig")
