@@ -83,12 +83,9 @@ def check_store_routing(app_configs: Any = None, **kwargs: Any) -> list[checks.C
 
     from boson_django.models import Job
 
-    raw = getattr(django_settings, "BOSON", None)
-    database = raw.get("DATABASE") if isinstance(raw, dict) else None
-    if not isinstance(database, str) or database not in connections.settings:
-        return []  # the default, or a bad value check_settings names
+    database = _store_alias()
     routed = router.db_for_read(Job)
-    if routed == database:
+    if database is None or routed == database:
         return []
     return [checks.Warning(
         f"BOSON['DATABASE'] is {database!r}, but Django routes boson_django's models to {routed!r}: "
@@ -106,9 +103,8 @@ def check_sqlite_transaction_mode(app_configs: Any = None, **kwargs: Any) -> lis
     caller's: in a ``transaction.atomic()`` Django began DEFERRED, the enqueue's write has
     to upgrade a read lock, and SQLite refuses that at once ("database is locked", no
     waiting) while a worker writes -- a view that enqueued failed with a 500."""
-    raw = getattr(django_settings, "BOSON", None)
-    database = raw.get("DATABASE", "default") if isinstance(raw, dict) else "default"
-    found = connections.settings.get(database) if isinstance(database, str) else None
+    database = _store_alias()
+    found = connections.settings.get(database) if database is not None else None
     if not found or not str(found.get("ENGINE", "")).endswith("sqlite3"):
         return []
     if (found.get("OPTIONS") or {}).get("transaction_mode") == "IMMEDIATE":
@@ -120,6 +116,16 @@ def check_sqlite_transaction_mode(app_configs: Any = None, **kwargs: Any) -> lis
         hint=f'Add "OPTIONS": {{"timeout": 20, "transaction_mode": "IMMEDIATE"}} to DATABASES[{database!r}].',
         id="boson.W002",
     )]
+
+
+def _store_alias() -> str | None:
+    """The store's alias as configured (``default`` unless ``BOSON["DATABASE"]`` says
+    otherwise); None for a bad ``BOSON`` or alias, which ``check_settings`` names."""
+    raw = getattr(django_settings, "BOSON", None)
+    if raw is not None and not isinstance(raw, dict):
+        return None
+    database = (raw or {}).get("DATABASE", "default")
+    return database if isinstance(database, str) and database in connections.settings else None
 
 
 def _schedule_names_taken_twice() -> list[checks.CheckMessage]:
