@@ -65,6 +65,29 @@ except ImportError:  # Django 5.2 with the django-tasks backport
 
     TASKS_MODULE = "django_tasks"
 
+
+def refuse_django_6_0(version: tuple) -> None:
+    """Django 6.0's ``@task`` passes no keyword arguments on to the backend's task class,
+    so a boson task's policy (``@task(max_attempts=5, rate_class=...)``) fails with a
+    ``TypeError`` as its module is imported. Django 6.1 and the backport pass them."""
+    if TASKS_MODULE == "django.tasks" and tuple(version[:2]) < (6, 1):
+        from django.core.exceptions import ImproperlyConfigured
+
+        raise ImproperlyConfigured(
+            f"boson_django needs Django 6.1 or later on Django 6 (this is {'.'.join(map(str, version[:3]))}): "
+            "Django 6.0's @task passes no options such as max_attempts or rate_class to the backend. "
+            "Upgrade Django (pip install 'Django>=6.1'), or use Django 5.2 with the django-tasks backport"
+        )
+
+
+def _check_django_version() -> None:
+    import django
+
+    refuse_django_6_0(django.VERSION)
+
+
+_check_django_version()
+
 __all__ = [
     "DEFAULT_TASK_QUEUE_NAME",
     "BaseTaskBackend",
