@@ -20,10 +20,10 @@ N = int(os.environ.get("BOSON_BENCH_JOBS", "10000"))
 
 FILL = """
 INSERT INTO boson_job (id, task, queue, state, priority, args, kwargs, meta, fingerprint, weight,
-  max_attempts, attempt, crash_attempt, fence, charged_weight, last_error, run_at, enqueued_at,
+  max_attempts, lease_ms, crash_limit, attempt, crash_attempt, fence, charged_weight, last_error, run_at, enqueued_at,
   finalized_at, expires_at)
 SELECT lpad(g::text, 12, '0'), 'tests.testapp.tasks.noop', 'q' || (g %% 5), %s,
-  0, '[1, 2]', '{}', '{}', md5(g::text), 1, 1, 1, 0, 1, 0, 'ValueError: boom',
+  0, '[1, 2]', '{}', '{}', md5(g::text), 1, 1, 30000, 3, 1, 0, 1, 0, 'ValueError: boom',
   now() - interval '1 hour', now() - interval '1 hour',
   CASE WHEN %s = 'failed' THEN now() - interval '1 hour' END,
   CASE WHEN %s = 'failed' THEN now() + interval '1 day' END

@@ -18,12 +18,12 @@ N = int(os.environ.get("BOSON_BENCH_JOBS", "1000000"))
 
 FILL = """
 INSERT INTO boson_job (id, task, queue, state, priority, args, kwargs, meta, fingerprint, weight,
-  max_attempts, attempt, crash_attempt, fence, charged_weight, last_error, run_at, enqueued_at,
+  max_attempts, lease_ms, crash_limit, attempt, crash_attempt, fence, charged_weight, last_error, run_at, enqueued_at,
   finalized_at, lease_holder, lease_expires_at)
 SELECT lpad(g::text, 12, '0'), 'tests.testapp.tasks.noop', 'q' || (g %% 5),
   CASE WHEN g %% 100 < 90 THEN 'completed' WHEN g %% 100 < 95 THEN 'failed' WHEN g %% 100 < 99 THEN 'available'
        WHEN g %% 1000 < 995 THEN 'running' ELSE 'quarantined' END,
-  0, '[1, 2]', '{}', '{}', md5(g::text), 1, 3, 1, 0, 1, 0,
+  0, '[1, 2]', '{}', '{}', md5(g::text), 1, 3, 30000, 3, 1, 0, 1, 0,
   CASE WHEN g %% 100 BETWEEN 90 AND 94 THEN 'ValueError: boom' ELSE '' END,
   now() - (g || ' ms')::interval, now() - (g || ' ms')::interval,
   CASE WHEN g %% 100 < 95 THEN now() END,

@@ -49,9 +49,9 @@ class Job(models.Model):
     rate_class = models.CharField(max_length=100, null=True, blank=True)
     max_attempts = models.PositiveIntegerField()
     retention_ms = models.BigIntegerField(null=True, blank=True)
-    lease_ms = models.BigIntegerField(null=True, blank=True)
+    lease_ms = models.BigIntegerField()
     timeout_ms = models.BigIntegerField(null=True, blank=True)
-    crash_limit = models.PositiveIntegerField(null=True, blank=True)
+    crash_limit = models.PositiveIntegerField()
 
     attempt = models.PositiveIntegerField(default=0)
     crash_attempt = models.PositiveIntegerField(default=0)

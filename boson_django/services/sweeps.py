@@ -100,8 +100,7 @@ def _without_busy_fingerprints(rows: list[dict[str, Any]], connection: Any) -> l
 
 def _reclaim_target(row: dict[str, Any]) -> JobState:
     """Where an expired job goes: quarantined once this crash reaches its crash limit."""
-    limit = row["crash_limit"] or 1
-    return JobState.QUARANTINED if policies.quarantines(row["crash_attempt"] + 1, limit) else JobState.AVAILABLE
+    return JobState.QUARANTINED if policies.quarantines(row["crash_attempt"] + 1, row["crash_limit"]) else JobState.AVAILABLE
 
 
 def _move_reclaimed(group: list[dict[str, Any]], target: JobState, now: datetime, connection: Any) -> None:

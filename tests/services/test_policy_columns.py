@@ -1,0 +1,69 @@
+"""Every job row carries its lease length and crash limit, so every claim sets a lease
+expiry that a reclaim finds, and a reclaim counts crashes against the job's own limit.
+
+Enqueue always writes both; these pin the rows written some other way (by hand, or
+before migration 0007 made the columns refuse NULL).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+from django.db import IntegrityError, connection, transaction
+from django.db.migrations.executor import MigrationExecutor
+
+from boson_django import conf, services
+from boson_django.models import Job, TaskConfig
+from tests.factories import ADD, NOOP
+from tests.worker.conftest import burst
+
+BEFORE = ("boson_django", "0006_task_config_uniqueness")
+
+
+def _hand_written(job_id: str, task: str, now, **policy: int | None) -> None:
+    """A job row as a script writes it, not through ``services.enqueue``."""
+    Job.objects.create(id=job_id, task=task, queue="by-hand", state="available", args=[1, 2] if task == ADD else [],
+                       fingerprint=job_id, max_attempts=3, run_at=now, enqueued_at=now, **policy)
+
+
+@contextmanager
+def _migrated_back_to(target: tuple[str, str]) -> Iterator[None]:
+    """The store's schema as of ``target`` until the block ends; then every migration again."""
+    MigrationExecutor(connection).migrate([target])
+    try:
+        yield
+    finally:
+        executor = MigrationExecutor(connection)
+        executor.migrate(executor.loader.graph.leaf_nodes("boson_django"))
+
+
+@pytest.mark.parametrize("column", ["lease_ms", "crash_limit"])
+def test_a_job_row_without_a_lease_length_or_crash_limit_is_refused(store_clock, column):
+    policy = {"lease_ms": 30_000, "crash_limit": 3, column: None}
+    with pytest.raises(IntegrityError), transaction.atomic():
+        _hand_written("by-hand", NOOP, store_clock.now(), **policy)
+    assert not Job.objects.filter(id="by-hand").exists()
+
+
+def test_the_migration_gives_rows_without_a_policy_one_and_their_jobs_run(live_clock):
+    """Rows left without a lease length or crash limit take their task's TaskConfig value,
+    else the BOSON setting: claimed, each gets a lease expiry; a reclaim finds it once it
+    passes and hands the job back (one crash is under the limit); a worker completes it."""
+    now, settings = live_clock.now(), conf.get()
+    with _migrated_back_to(BEFORE):
+        TaskConfig.objects.create(task=ADD, lease_ms=5_000, crash_limit=2)
+        _hand_written("configured", ADD, now)
+        _hand_written("default", NOOP, now)
+    assert set(Job.objects.values_list("id", "lease_ms", "crash_limit")) == {
+        ("configured", 5_000, 2), ("default", settings.LEASE_MS, settings.CRASH_LIMIT)}
+
+    units = services.admit("w1", ["by-hand"], 2)
+    expiry = {u.lease.job_id: (u.lease_expires_at - now).total_seconds() * 1000 for u in units}
+    assert expiry == {"configured": 5_000, "default": settings.LEASE_MS}
+    live_clock.advance(settings.LEASE_MS)
+    assert {(r.job_id, r.state) for r in services.reclaim_expired()} == {("configured", "available"), ("default", "available")}
+
+    burst("--queue", "by-hand")
+    assert dict(Job.objects.values_list("id", "state")) == {"configured": "completed", "default": "completed"}
