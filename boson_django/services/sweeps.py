@@ -56,6 +56,15 @@ def reclaim_expired(limit: int = 1000, *, using: str | None = None) -> list[Recl
     when that brings crash_attempt to the job's crash limit (its fingerprint registered).
 
     ``attempt`` is left alone: a crash does not burn a retry. Records ``lease_lost``.
+
+    Fewer than ``limit``, or none, may come back while expired leases remain: a job row
+    another transaction holds (PostgreSQL ``SKIP LOCKED``: another reclaimer, an ack,
+    renewal or cancel in flight) and a job bound for quarantine whose fingerprint another
+    transaction holds (see :func:`_without_busy_fingerprints`) are left for the next
+    call, which takes them once that transaction ends. Nothing else is passed over (and
+    every running job has a lease expiry: a claim always sets one), so no expired lease
+    stays behind for good; to empty the backlog, call until no expired lease is left,
+    not until the first short batch.
     """
     assert using is not None
     rows, now = _due(using, "state = 'running'", "lease_expires_at", limit,
