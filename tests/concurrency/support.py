@@ -12,10 +12,11 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
-from django.db import connection
+from django.db import connection, transaction
 
 from boson_django.models import Job, Run
 
@@ -50,6 +51,32 @@ def run_threads(count: int, target: Callable[[int], Any]) -> list[Any]:
     if failures:
         raise failures[0]
     return results
+
+
+@contextmanager
+def row_locked_elsewhere(table: str, key: str, value: str) -> Iterator[None]:
+    """Hold the lock on ``table``'s row whose ``key`` is ``value`` from another connection
+    (``FOR UPDATE``, PostgreSQL) until the block ends."""
+    locked, done = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        try:
+            with transaction.atomic():
+                with connection.cursor() as cursor:
+                    cursor.execute(f"SELECT 1 FROM {table} WHERE {key} = %s FOR UPDATE", [value])
+                locked.set()
+                done.wait(JOIN_TIMEOUT_S)
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=hold, name="boson-test-lock")
+    holder.start()
+    try:
+        assert locked.wait(JOIN_TIMEOUT_S), f"could not lock {table} row {value!r}"
+        yield
+    finally:
+        done.set()
+        holder.join(JOIN_TIMEOUT_S)
 
 
 def subprocess_env() -> dict[str, str]:

@@ -22,7 +22,7 @@ from django.urls import reverse
 from boson_django import services
 from boson_django.errors import ControlInterrupted
 from boson_django.services import AckRequest, Outcome, control
-from tests.concurrency.support import run_threads
+from tests.concurrency.support import row_locked_elsewhere, run_threads
 from tests.factories import NOOP, envelope
 
 JOBS = 120
@@ -79,30 +79,14 @@ def test_bulk_cancel_under_atomic_requests_racing_weight_corrected_acks(live_clo
 @contextmanager
 def _row_locked_elsewhere(job_id: str):
     """Hold ``job_id``'s row lock from another connection, with this one's lock_timeout short."""
-    locked, done = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        try:
-            with transaction.atomic():
-                with connection.cursor() as cursor:
-                    cursor.execute("SELECT id FROM boson_job WHERE id = %s FOR UPDATE", [job_id])
-                locked.set()
-                done.wait(30)
-        finally:
-            connection.close()
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    try:
-        assert locked.wait(30)
+    with row_locked_elsewhere("boson_job", "id", job_id):
         with connection.cursor() as cursor:
             cursor.execute("SET lock_timeout = '200ms'")
-        yield
-    finally:
-        done.set()
-        holder.join(30)
-        with connection.cursor() as cursor:
-            cursor.execute("RESET lock_timeout")
+        try:
+            yield
+        finally:
+            with connection.cursor() as cursor:
+                cursor.execute("RESET lock_timeout")
 
 
 def _five_held_jobs(monkeypatch) -> list[str]:

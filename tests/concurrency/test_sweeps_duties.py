@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
+
 from boson_django import clock, services
 from boson_django.errors import LeaseRejected
 from boson_django.models import Job, QuarantinedFingerprint, Run
-from tests.concurrency.support import run_threads
+from tests.concurrency.support import row_locked_elsewhere, run_threads
 from tests.factories import ADD, NOOP, envelope
 
 LEASE_MS = 1_000
@@ -25,6 +27,35 @@ def _reclaim_until_empty(i: int) -> list[services.Reclaimed]:
         if not batch and not Job.objects.filter(state="running", lease_expires_at__lte=clock.now()).exists():
             break
     return got
+
+
+@pytest.mark.postgres
+def test_a_reclaim_passes_over_an_expired_job_another_transaction_holds_and_the_next_takes_it(live_clock):
+    """An empty batch does not say that no expired lease is left: a reclaim skips a job
+    row another transaction holds (an ack, a renewal, another reclaimer) instead of
+    waiting for it, and the next reclaim takes it."""
+    (held,) = [r.id for r in services.enqueue([envelope(NOOP, queue="skip")])]
+    services.admit("w1", ["skip"], 1, lease_ms=LEASE_MS)
+    live_clock.advance(LEASE_MS)
+    with row_locked_elsewhere("boson_job", "id", held):
+        assert services.reclaim_expired() == []
+    assert [(r.job_id, r.state) for r in services.reclaim_expired()] == [(held, "available")]
+
+
+@pytest.mark.postgres
+def test_a_reclaim_passes_over_a_job_whose_quarantine_fingerprint_is_held_and_the_next_takes_it(live_clock):
+    """A job bound for quarantine under a fingerprint another transaction holds (a release
+    from quarantine, say) is left for the next reclaim too."""
+    services.set_task_config(ADD, crash_limit=1)
+    services.enqueue([envelope(ADD, queue="fp", args=[1, 2]) for _ in range(2)])
+    services.admit("w1", ["fp"], 2, lease_ms=LEASE_MS)
+    live_clock.advance(LEASE_MS)
+    (first,) = services.reclaim_expired(limit=1)  # registers the fingerprint
+    fingerprint = Job.objects.get(id=first.job_id).fingerprint
+    with row_locked_elsewhere("boson_quarantined_fingerprint", "fingerprint", fingerprint):
+        assert services.reclaim_expired() == []
+    (second,) = services.reclaim_expired()
+    assert second.job_id != first.job_id and (first.state, second.state) == ("quarantined", "quarantined")
 
 
 def test_two_reclaimers_reclaim_each_expired_job_exactly_once(live_clock):
