@@ -16,6 +16,7 @@ from tests.conftest import EPOCH
 from tests.factories import ADD, NOOP
 
 KEYED = "tests.testapp.tasks.report_for"  # unique_key=lambda region: f"report:{region}"
+FIXED_KEY = "tests.testapp.tasks.rebuild_index"  # unique_key="reindex"
 
 MINUTE = timedelta(minutes=1)
 
@@ -182,6 +183,15 @@ def test_a_unique_key_function_of_the_task_holds_back_slots_while_its_job_is_liv
     assert run_now("keyed") == job.id
 
 
+def test_a_fixed_unique_key_of_the_task_holds_back_slots_while_its_job_is_live(settings, store_clock):
+    _declare(settings, fixed={"task": FIXED_KEY, "cron": "* * * * *"})
+    sync_schedules()
+    _step_minutes(store_clock, 2)
+    (job,) = _jobs("fixed")
+    assert job.unique_key == "reindex"
+    assert run_now("fixed") == job.id
+
+
 def test_enabling_starts_from_the_next_slot_not_the_ones_switched_off(settings, store_clock):
     _declare(settings, minutely={"task": NOOP, "cron": "* * * * *"})
     sync_schedules()
@@ -200,6 +210,16 @@ def test_a_schedule_whose_task_is_gone_is_postponed_and_others_still_fire(settin
     _step_minutes(store_clock, 2)
     assert len(_jobs("good")) == 2 and _jobs("bad") == []
     assert Schedule.objects.get(name="bad").next_run_at == EPOCH + 3 * MINUTE
+
+
+def test_a_schedule_whose_task_is_gone_says_so_in_the_log(settings, store_clock, caplog):
+    _declare(settings, bad={"task": NOOP, "cron": "* * * * *"})
+    run_due()
+    Schedule.objects.filter(name="bad").update(task="tests.testapp.tasks.vanished")
+    _step_minutes(store_clock, 1)
+    (record,) = [r for r in caplog.records if r.name == "boson_django.schedules" and r.levelname == "ERROR"]
+    assert record.getMessage().startswith("boson: schedule bad could not enqueue: ")
+    assert "tests.testapp.tasks.vanished" in record.getMessage()
 
 
 def test_the_workers_sweeper_runs_the_scheduler_under_its_duty(settings, store_clock):
