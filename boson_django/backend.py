@@ -6,7 +6,7 @@ One code path for ``django.tasks`` (Django 6) and the ``django_tasks`` backport
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -115,7 +115,6 @@ def envelope_for(task: Any, args: list[Any], kwargs: dict[str, Any]) -> services
         return None if field in defaults and defaults[field] == value else value
 
     policy = {f: getattr(task, f, None) for f in POLICY_OPTIONS if f != "unique_key"}
-    key = getattr(task, "unique_key", None)
     return services.Envelope(
         task=name,
         queue=given("queue", task.queue_name),
@@ -123,9 +122,16 @@ def envelope_for(task: Any, args: list[Any], kwargs: dict[str, Any]) -> services
         run_at=task.run_after,
         args=args,
         kwargs=kwargs,
-        unique_key=key(*args, **kwargs) if callable(key) else given("unique_key", key),
+        unique_key=given("unique_key", unique_key_for(task, args, kwargs)),
         **{f: given(f, v) for f, v in policy.items() if f in _ENVELOPE_FIELDS},
     )
+
+
+def unique_key_for(task: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> str | None:
+    """The unique key of one call of ``task``: what its ``unique_key`` function returns for
+    the call's arguments, else its fixed key (None when it has neither, or for None)."""
+    key = getattr(task, "unique_key", None)
+    return key(*args, **kwargs) if callable(key) else key
 
 
 _ENVELOPE_FIELDS = {f.name for f in fields(services.Envelope)}

@@ -18,6 +18,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import DatabaseError, transaction
 
 from boson_django import clock, ids, registry
+from boson_django.backend import unique_key_for
 from boson_django.errors import StoreError
 from boson_django.schedules import slots
 from boson_django.schedules.declared import sync_schedules, timing_of
@@ -129,13 +130,10 @@ def _envelope(row: Any, slot: datetime | None, job_id: str) -> Envelope:
 
 
 def _unique_key(row: Any) -> str | None:
-    """The task's ``unique_key`` when it is a function of the arguments, as ``enqueue()``
-    of the task computes it (a fixed string is a code default the services apply)."""
-    key = getattr(registry.get(row.task), "unique_key", None)
-    if not callable(key):
-        return None
+    """The key ``enqueue()`` of the task gives the schedule's arguments; None for a task
+    that is gone (enqueue then refuses its name)."""
     try:
-        return key(*row.args, **row.kwargs)
+        return unique_key_for(registry.get(row.task), row.args, row.kwargs)
     except Exception as exc:  # a schedule that cannot enqueue is logged and postponed, not fatal
         raise ValueError(f"unique_key of {row.task} failed on the schedule's arguments: {exc!r}") from exc
 
