@@ -6,9 +6,10 @@ from collections import defaultdict
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import OuterRef, Q, Subquery, Sum
+from django.db.models import (
+    DateTimeField, DurationField, ExpressionWrapper, F, IntegerField, OuterRef, Subquery, Sum, Value,
+)
 
-from boson_django import conf
 from boson_django.admin.paginator import CAP
 from boson_django.models import Bucket, Duty, Job, Queue, ThroughputMinute
 from boson_django.policies import BucketState
@@ -51,18 +52,14 @@ def leases_near_expiry(now: datetime) -> list[dict[str, Any]]:
     the first ``MAX_ROWS``, and one more when there are more.
 
     A holder renews every third of its shortest lease, so a healthy short lease (a task's
-    ``lease_ms`` of 3 s) always has less than a third of the default one left. One
-    condition per lease length the running jobs hold: a handful, read first."""
-    running = Job.objects.filter(state=JobState.RUNNING.value)
-    default = conf.get().LEASE_MS
-    soon = Q()
-    for lease_ms in running.order_by().values_list("lease_ms", flat=True).distinct():
-        length = Q(lease_ms__isnull=True) if lease_ms is None else Q(lease_ms=lease_ms)
-        soon |= length & Q(lease_expires_at__lte=now + timedelta(milliseconds=(lease_ms or default) / 3))
-    if not soon:
-        return []
+    ``lease_ms`` of 3 s) always has less than a third of the default one left: each job
+    is measured against its own ``lease_ms``, as three times its time left."""
+    left = ExpressionWrapper((F("lease_expires_at") - Value(now, DateTimeField())) * 3, DurationField())
+    lease_ms = ExpressionWrapper(F("lease_ms"), IntegerField())  # SQLite multiplies no BigIntegerField by a duration
+    own = ExpressionWrapper(lease_ms * Value(timedelta(milliseconds=1)), DurationField())
     return list(
-        running.filter(soon)
+        Job.objects.filter(state=JobState.RUNNING.value)
+        .alias(left=left).filter(left__lte=own)
         .order_by("lease_expires_at")
         .values("id", "task", "queue", "lease_holder", "fence", "lease_expires_at")[: MAX_ROWS + 1]
     )
