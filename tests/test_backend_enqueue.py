@@ -9,7 +9,7 @@ from boson_django import services
 from boson_django.compat import InvalidTaskError, TaskResultStatus
 from boson_django.errors import InvalidEnvelope
 from boson_django.models import Job
-from tests.testapp.tasks import add, rebuild_index, send_mail
+from tests.testapp.tasks import add, overlong_fixed_key, rebuild_index, send_mail
 
 
 def test_enqueue_through_django_api_uses_module_path(store_clock):
@@ -42,6 +42,18 @@ def test_static_unique_key_deduplicates(store_clock):
     second = rebuild_index.enqueue()
     assert first.id == second.id
     assert Job.objects.filter(task="tests.testapp.tasks.rebuild_index").count() == 1
+
+
+def test_a_fixed_unique_key_too_long_is_refused_naming_it_and_nothing_is_written(store_clock):
+    # A task's own fixed key went unchecked: PostgreSQL failed the insert with a
+    # DataError; SQLite stored a key longer than the column.
+    with pytest.raises(InvalidEnvelope, match="unique_key"):
+        overlong_fixed_key.enqueue()
+    with pytest.raises(InvalidEnvelope, match="unique_key"):
+        services.enqueue([services.Envelope(task=overlong_fixed_key.module_path)])
+    assert not Job.objects.filter(task=overlong_fixed_key.module_path).exists()
+    created = overlong_fixed_key.using(unique_key="short").enqueue()  # a key of its own needs none
+    assert Job.objects.get(id=created.id).unique_key == "short"
 
 
 def test_result_task_is_the_task_enqueued_with_its_using_overrides(store_clock):

@@ -59,6 +59,12 @@ _GIVEN_CHECKS: dict[str, Callable[[Any, int], Any]] = {
         "weight", "rate_class", "max_attempts", "retention_ms", "lease_ms", "timeout_ms")},
 }
 
+#: The checks of a task's defaults: its policy, and a fixed unique key when it has one.
+_DEFAULT_CHECKS: dict[str, Callable[[Any, int], Any]] = {
+    "unique_key": lambda v, i: None if v is None else _GIVEN_CHECKS["unique_key"](v, i),
+    **_POLICY_CHECKS,
+}
+
 
 @dataclass(frozen=True)
 class Enqueued:
@@ -305,7 +311,7 @@ class _Policies:
         """A new row: ``values`` over the task's defaults."""
         valid, invalid = self._defaults.get(values["task"]) or self._resolve(values["task"])
         for name in invalid.keys() - values.keys() if invalid else ():
-            _POLICY_CHECKS[name](invalid[name], index)  # raises, naming the field
+            _DEFAULT_CHECKS[name](invalid[name], index)  # raises, naming the field
         row = {**valid, **values}
         if not unique:
             row["unique_key"] = None
@@ -341,8 +347,8 @@ def _code_defaults(task: str) -> tuple[dict[str, Any], dict[str, Any]]:
 def _checked_defaults(base: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """The defaults that pass their check, and those that fail it (an error only for the
     envelopes that rely on them)."""
-    valid, invalid = {"unique_key": base["unique_key"]}, {}
-    for name, check in _POLICY_CHECKS.items():
+    valid, invalid = {}, {}
+    for name, check in _DEFAULT_CHECKS.items():
         try:
             valid[name] = check(base[name], 0)
         except InvalidEnvelope:
