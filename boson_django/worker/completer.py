@@ -87,7 +87,7 @@ def _signal(attempt: Attempt, finish: Finish, reply: AckReply, unheard: dict[str
     if started is None:
         return
     if not first_completed:
-        finished_signal(attempt, finish)
+        finished_signal(attempt, finish, reply.at)
         return
     try:
         result = taskresults.completed_result(started, reply.at, finish.result)

@@ -14,12 +14,12 @@ a lost connection propagates like any database error (the retry runs them again)
 from __future__ import annotations
 
 import logging
+from datetime import datetime
 from typing import Any
 
 from django.db import InterfaceError, OperationalError
-from django.utils import timezone
 
-from boson_django import services, taskresults
+from boson_django import clock, services, taskresults
 from boson_django.compat import task_finished
 from boson_django.errors import InvalidEnvelope, LeaseRejected
 from boson_django.services import _db
@@ -89,18 +89,22 @@ def log_outcome(attempt: Attempt, finish: Finish, state: str | None) -> None:
         log.info("boson: job %s (%s) -> %s", attempt.job_id, attempt.unit.envelope.task, state or "deleted")
 
 
-def finished_signal(attempt: Attempt, finish: Finish) -> None:
-    """Django's ``task_finished`` with the job's TaskResult after the ack."""
+def finished_signal(attempt: Attempt, finish: Finish, acked_at: datetime | None = None) -> None:
+    """Django's ``task_finished`` with the job's TaskResult after the ack (``acked_at``:
+    the ack's store time, when the caller knows it)."""
     started = attempt.started()
     if started is None:
         return  # undecodable: there is no Task to report on
     try:
-        result = taskresults.build_result(attempt.job_id, started.backend, using=attempt.using) or _deleted(started, finish)
+        result = taskresults.build_result(attempt.job_id, started.backend, using=attempt.using)
+        if result is None:
+            result = _deleted(started, finish, acked_at or clock.now(attempt.using))
         taskresults.send(task_finished, result)
     except Exception:  # noqa: BLE001 -- a receiver's bug must not stop the worker
         log.exception("boson: a task_finished receiver failed for job %s", attempt.job_id)
 
 
-def _deleted(started: Any, finish: Finish) -> Any:
-    """The result of a job deleted at its ack (retention 0): built from the started one."""
-    return taskresults.completed_result(started, timezone.now(), finish.result)
+def _deleted(started: Any, finish: Finish, acked_at: datetime) -> Any:
+    """The result of a job deleted at its ack (retention 0): built from the started one,
+    finished when it was acked on the store clock (as its start was stamped)."""
+    return taskresults.completed_result(started, acked_at, finish.result)

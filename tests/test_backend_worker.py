@@ -1,0 +1,170 @@
+"""Django's own backend tests (tests/tasks/test_immediate_backend.py, test_tasks.py), run
+against boson with the jobs going through a real worker (``boson_worker --burst``).
+
+Where a queue with retries and a store clock answers differently from Django's
+ImmediateBackend, the difference is the one docs/tasks.md states.
+"""
+
+from __future__ import annotations
+
+import pickle
+import sys
+
+import pytest
+from asgiref.sync import async_to_sync
+
+from boson_django.backend import BosonBackend
+from boson_django.compat import (
+    TaskResultDoesNotExist,
+    TaskResultStatus,
+    task_enqueued,
+    task_finished,
+    task_started,
+)
+from tests.conftest import EPOCH
+from tests.testapp import contract_tasks
+from tests.testapp.tasks import add, async_add, ephemeral, exits, fail, noop, returns_set
+from tests.worker.conftest import burst
+
+
+class Signals:
+    """Records every task signal as (name, sender, status, id, started_at, finished_at,
+    the exception active while it was sent)."""
+
+    def __init__(self):
+        self.events = []
+
+    def _receiver(self, name):
+        def receiver(sender, task_result, **kwargs):
+            self.events.append((name, sender, task_result.status, task_result.id, task_result.started_at,
+                                task_result.finished_at, sys.exc_info()[0]))
+        return receiver
+
+    def __enter__(self):
+        self.connected = [(signal, self._receiver(name)) for signal, name in
+                          ((task_enqueued, "enqueued"), (task_started, "started"), (task_finished, "finished"))]
+        for signal, receiver in self.connected:
+            signal.connect(receiver)
+        return self
+
+    def __exit__(self, *exc):
+        for signal, receiver in self.connected:
+            signal.disconnect(receiver)
+
+
+@pytest.fixture(autouse=True)
+def _clear_seen():
+    contract_tasks.SEEN.clear()
+    yield
+    contract_tasks.SEEN.clear()
+
+
+@pytest.mark.parametrize("task", [noop, async_add.using(priority=1)], ids=["sync", "async"])
+def test_an_enqueued_task_runs_in_the_worker(live_clock, task):
+    args = () if task is noop else (1, 2)
+    result = task.enqueue(*args)
+    burst()
+    assert result.status == TaskResultStatus.READY  # a result is a snapshot until refreshed
+    result.refresh()
+    assert result.status == TaskResultStatus.SUCCESSFUL and result.is_finished
+    assert result.enqueued_at <= result.started_at <= result.finished_at
+    assert result.last_attempted_at == result.started_at
+    assert result.attempts == 1 and len(result.worker_ids) == 1
+    assert result.errors == []
+    assert result.return_value == (None if task is noop else 3)
+    assert result.task == task
+
+
+@pytest.mark.parametrize(("task", "arg", "exception", "message"), [
+    (fail, "boom", ValueError, "boom"),
+    (exits, 3, SystemExit, "3"),
+])
+def test_a_failing_task_records_its_error(live_clock, task, arg, exception, message):
+    result = task.using(max_attempts=1).enqueue(arg)
+    burst()
+    result.refresh()
+    assert result.status == TaskResultStatus.FAILED and result.is_finished
+    with pytest.raises(ValueError, match="Task failed"):
+        _ = result.return_value
+    assert result.enqueued_at <= result.started_at <= result.finished_at
+    (error,) = result.errors
+    assert error.exception_class is exception
+    assert error.traceback.endswith(f"{exception.__name__}: {message}\n"), error.traceback
+
+
+def test_a_return_value_json_cannot_hold_fails_with_a_type_error(live_clock):
+    result = returns_set.using(max_attempts=1).enqueue(1)
+    burst()
+    result.refresh()
+    assert result.status == TaskResultStatus.FAILED
+    assert result._return_value is None
+    assert result.errors[0].exception_class is TypeError
+
+
+def test_get_result_of_an_unknown_id(live_clock):
+    with pytest.raises(TaskResultDoesNotExist):
+        add.get_result("123")
+    with pytest.raises(TaskResultDoesNotExist):
+        async_to_sync(add.aget_result)("123")
+
+
+def test_a_task_and_its_result_pickle(live_clock):
+    """Django 6 pickles a Task by its module path; its TaskResult with it."""
+    if not hasattr(type(add), "_reconstruct"):
+        pytest.skip("the backport's Task does not pickle")
+    assert pickle.loads(pickle.dumps(add)) == add
+    result = add.enqueue(1, 2)
+    assert pickle.loads(pickle.dumps(result)) == result
+
+
+# -- signals, sent by the worker ------------------------------------------------------------
+
+
+def test_signals_of_a_successful_task_from_the_worker(live_clock):
+    with Signals() as heard:
+        result = add.enqueue(1, 2)
+        burst()
+    assert [e[:4] for e in heard.events] == [
+        ("enqueued", BosonBackend, TaskResultStatus.READY, result.id),
+        ("started", BosonBackend, TaskResultStatus.RUNNING, result.id),
+        ("finished", BosonBackend, TaskResultStatus.SUCCESSFUL, result.id),
+    ]
+    assert [e[4:] for e in heard.events] == [(None, None, None), (EPOCH, None, None), (EPOCH, EPOCH, None)]
+
+
+def test_a_job_deleted_at_its_ack_finishes_on_the_store_clock(live_clock):
+    """``retention_ms=0``: the job is gone when ``task_finished`` is sent; the result it
+    carries says when it finished by the store clock, as every other result does (the
+    worker's own clock put it years before it started, under a frozen store clock)."""
+    with Signals() as heard:
+        ephemeral.enqueue()
+        burst()
+    assert [(e[0], e[2], e[4], e[5]) for e in heard.events[1:]] == [
+        ("started", TaskResultStatus.RUNNING, EPOCH, None),
+        ("finished", TaskResultStatus.SUCCESSFUL, EPOCH, EPOCH),
+    ]
+
+
+def test_a_job_deleted_at_its_ack_finishes_on_the_store_clock_inline(store_clock):
+    from boson_django.testing import run_until_idle
+
+    with Signals() as heard:
+        ephemeral.enqueue()
+        run_until_idle()
+    assert [(e[0], e[5]) for e in heard.events] == [("enqueued", None), ("started", None), ("finished", EPOCH)]
+
+
+# -- context ------------------------------------------------------------------------------------
+
+
+def test_context_in_the_worker(live_clock):
+    result = contract_tasks.records_context.using(max_attempts=2).enqueue(1)
+    burst()
+    live_clock.advance(3_600_000)
+    burst()
+    assert [(s["attempt"], s["result_attempts"], s["status"], s["id"]) for s in contract_tasks.SEEN] == [
+        (1, 1, TaskResultStatus.RUNNING, result.id), (2, 2, TaskResultStatus.RUNNING, result.id),
+    ]
+    final = contract_tasks.records_context.get_result(result.id)
+    assert (final.status, final.return_value, final.attempts, len(final.errors)) == (
+        TaskResultStatus.SUCCESSFUL, 2, 2, 1)
