@@ -251,6 +251,23 @@ def send(signal: Signal, result: Any) -> None:
         receiver_(signal=signal, sender=sender, task_result=result)
 
 
+def send_finished(result: Any, exception: BaseException | None) -> None:
+    """``task_finished`` for ``result``. After a handler's exception it is sent as Django's
+    backends send it, from inside the ``except`` handling that exception: receivers see it
+    in ``sys.exc_info()``, and Django's logging receiver attaches it to a failure's ERROR
+    line (what error monitoring reads). Its traceback is dropped afterwards: it holds the
+    handler's frames, and they the attempt, a cycle only the collector would free."""
+    if exception is None:
+        send(task_finished, result)
+        return
+    try:
+        raise exception
+    except BaseException:  # noqa: BLE001 -- the handler's own, raised again to be the one handled
+        send(task_finished, result)
+    finally:
+        exception.__traceback__ = None
+
+
 def unheard(signal: Signal, backend_alias: str, level: int = logging.INFO) -> bool:
     """Whether sending ``signal`` now would reach no one: its only receivers are the Tasks
     framework's own logging ones and the framework's logger drops a line at ``level``

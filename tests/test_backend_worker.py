@@ -7,6 +7,7 @@ ImmediateBackend, the difference is the one docs/tasks.md states.
 
 from __future__ import annotations
 
+import logging
 import pickle
 import sys
 
@@ -20,6 +21,7 @@ from boson_django.compat import (
     task_enqueued,
     task_finished,
     task_started,
+    tasks_logger,
 )
 from tests.conftest import EPOCH
 from tests.testapp import contract_tasks
@@ -152,6 +154,42 @@ def test_a_job_deleted_at_its_ack_finishes_on_the_store_clock_inline(store_clock
         ephemeral.enqueue()
         run_until_idle()
     assert [(e[0], e[5]) for e in heard.events] == [("enqueued", None), ("started", None), ("finished", EPOCH)]
+
+
+def test_task_finished_of_a_failure_is_sent_with_its_exception_active(live_clock):
+    """Django's backends send ``task_finished`` for a failure inside the ``except`` that
+    caught it, and its logging receiver attaches that exception (what error monitoring
+    reads); a success is sent with none."""
+    with Signals() as heard:
+        fail.using(max_attempts=1).enqueue("boom")
+        add.enqueue(1, 2)
+        burst()
+    finished = sorted((e[2], e[6]) for e in heard.events if e[0] == "finished")
+    assert finished == [(TaskResultStatus.FAILED, ValueError), (TaskResultStatus.SUCCESSFUL, None)]
+
+
+def test_the_failure_log_line_carries_the_exception(live_clock, caplog):
+    """As Django's ImmediateBackend test asserts: the ERROR line of a failed task holds
+    the exception's message (its traceback is attached), and no line says ``NoneType``."""
+    with caplog.at_level(logging.DEBUG, logger=tasks_logger.name):
+        result = fail.using(max_attempts=1).enqueue("This Task failed due to ValueError")
+        burst()
+    lines = [r for r in caplog.records if r.name == tasks_logger.name]
+    failed = [r for r in lines if r.levelno == logging.ERROR]
+    assert [r.getMessage() for r in failed] == [f"Task id={result.id} path={fail.module_path} state=FAILED"]
+    assert failed[0].exc_info is not None and failed[0].exc_info[0] is ValueError
+    assert "This Task failed due to ValueError" in caplog.text
+    assert "NoneType" not in caplog.text
+
+
+def test_the_failure_log_line_carries_the_exception_inline(store_clock, caplog):
+    from boson_django.testing import run_until_idle
+
+    with caplog.at_level(logging.ERROR, logger=tasks_logger.name):
+        fail.using(max_attempts=1).enqueue("inline failure")
+        run_until_idle()
+    (record,) = [r for r in caplog.records if r.name == tasks_logger.name]
+    assert record.exc_info is not None and record.exc_info[0] is ValueError
 
 
 # -- context ------------------------------------------------------------------------------------

@@ -20,7 +20,6 @@ from typing import Any
 from django.db import InterfaceError, OperationalError
 
 from boson_django import clock, services, taskresults
-from boson_django.compat import task_finished
 from boson_django.errors import InvalidEnvelope, LeaseRejected
 from boson_django.services import _db
 from boson_django.states import Outcome
@@ -99,7 +98,7 @@ def finished_signal(attempt: Attempt, finish: Finish, acked_at: datetime | None 
         result = taskresults.build_result(attempt.job_id, started.backend, using=attempt.using)
         if result is None:
             result = _deleted(started, finish, acked_at or clock.now(attempt.using))
-        taskresults.send(task_finished, result)
+        taskresults.send_finished(result, finish.exception)
     except Exception:  # noqa: BLE001 -- a receiver's bug must not stop the worker
         log.exception("boson: a task_finished receiver failed for job %s", attempt.job_id)
 

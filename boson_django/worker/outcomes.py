@@ -10,7 +10,7 @@ The executor turns every way a handler can end into a :class:`Finish` (pure data
 from __future__ import annotations
 
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from boson_django import validation
@@ -28,11 +28,13 @@ class Finish:
     delay_ms: int | None = None
     result: Any = None
     logs: tuple[str, ...] = ()
+    #: The handler's exception, for ``task_finished`` (sent while it is being handled).
+    exception: BaseException | None = field(default=None, compare=False, repr=False)
 
     def with_logs(self, logs: list[str]) -> Finish:
         if not logs and not self.logs:
             return self  # most attempts log nothing: no second Finish per job
-        return Finish(self.outcome, self.error, self.delay_ms, self.result, tuple(logs))
+        return Finish(self.outcome, self.error, self.delay_ms, self.result, tuple(logs), self.exception)
 
 
 class Control(Exception):
@@ -118,7 +120,7 @@ def _message(exc: BaseException) -> str:
 
 def failure(exc: BaseException) -> Finish:
     """An exception from the handler: RETRY with backoff (the services decide give-up)."""
-    return Finish(Outcome.RETRY, error=error_text(exc))
+    return Finish(Outcome.RETRY, error=error_text(exc), exception=exc)
 
 
 def timed_out(timeout_ms: int) -> Finish:

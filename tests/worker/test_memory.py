@@ -4,11 +4,13 @@ and the collector's first threshold is the worker's while it runs, then put back
 from __future__ import annotations
 
 import gc
+import logging
 import threading
 
 import pytest
 from django.test import override_settings
 
+from boson_django.compat import tasks_logger
 from boson_django.worker import gctuning
 from boson_django.worker.attempt import Attempt
 from tests.testapp import tasks
@@ -23,8 +25,17 @@ def _join_threads_started_since(before: set[threading.Thread]) -> None:
         assert not thread.is_alive(), f"{thread.name} did not end"
 
 
-def test_a_drained_jobs_objects_are_freed_without_the_collector(live_clock):
-    ids = [tasks.add.enqueue(i, 1).id for i in range(30)]
+@pytest.mark.parametrize("failing", [False, True], ids=["succeeding", "failing"])
+def test_a_drained_jobs_objects_are_freed_without_the_collector(live_clock, failing, monkeypatch):
+    """A failure's exception, kept for ``task_finished`` (sent while it is handled), holds
+    the handler's frames: it must not keep them, and the attempt, alive after the ack."""
+    # pytest keeps every log record for its report, and a failure's "Task ... FAILED"
+    # record holds the traceback (as any handler that keeps records would).
+    monkeypatch.setattr(logging.getLogger(tasks_logger.name), "propagate", False)
+    if failing:
+        ids = [tasks.fail.using(max_attempts=1).enqueue(f"job {i}").id for i in range(30)]
+    else:
+        ids = [tasks.add.enqueue(i, 1).id for i in range(30)]
     before = set(threading.enumerate())
     gc.collect()
     gc.disable()
@@ -34,7 +45,7 @@ def test_a_drained_jobs_objects_are_freed_without_the_collector(live_clock):
         left = [o for o in gc.get_objects() if type(o) is Attempt]  # type(): lazy objects would load
     finally:
         gc.enable()
-    assert {state(i) for i in ids} == {"completed"}
+    assert {state(i) for i in ids} == {"failed" if failing else "completed"}
     assert left == []  # none kept alive by a reference cycle only the collector would break
 
 
