@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from boson_django import registry, services
+from boson_django import registry, services, validation
 from boson_django.compat import (
     BaseTaskBackend,
     Task,
@@ -98,10 +98,20 @@ class BosonBackend(BaseTaskBackend):  # type: ignore[misc,valid-type,unused-igno
         return result
 
     def get_result(self, result_id: str) -> Any:
-        result = build_result(result_id, self.alias, using=_db.alias(self.database))
+        result = build_result(result_id, self.alias, using=_db.alias(self.database)) if _could_exist(result_id) else None
         if result is None:
             raise TaskResultDoesNotExist(result_id)
         return result
+
+
+def _could_exist(result_id: Any) -> bool:
+    """Whether ``result_id`` could be a job's id: text enqueue accepts as one. Other text
+    (a NUL, a lone surrogate) names no result, and querying it raised the driver's error."""
+    try:
+        validation.name(result_id, "id", max_len=64)
+    except ValueError:
+        return False
+    return True
 
 
 def envelope_for(task: Any, args: list[Any], kwargs: dict[str, Any]) -> services.Envelope:

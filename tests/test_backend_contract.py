@@ -122,7 +122,7 @@ def test_enqueue_result_equals_get_result_on_a_running_store_clock(db):
         assert getattr(result, field) == getattr(again, field), field
 
 
-@pytest.mark.parametrize("bad_id", ["00000000-0000-7000-8000-000000000000", "not-an-id", ""])
+@pytest.mark.parametrize("bad_id", ["00000000-0000-7000-8000-000000000000", "not-an-id", "", "a\x00b", "\ud800"])
 def test_get_result_of_an_unknown_id_raises_task_result_does_not_exist(store_clock, bad_id):
     with pytest.raises(TaskResultDoesNotExist):
         task_backends["default"].get_result(bad_id)
