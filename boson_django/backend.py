@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from boson_django import registry, services, validation
+from boson_django import checks, registry, services, validation
 from boson_django.compat import (
     BaseTaskBackend,
     Task,
@@ -78,7 +78,8 @@ class BosonBackend(BaseTaskBackend):  # type: ignore[misc,valid-type,unused-igno
         super().__init__(alias, params)
         if "QUEUES" not in params:
             self.queues = set()  # boson queues are created on first use: any name is valid
-        self.database: str | None = (params.get("OPTIONS") or {}).get("database")
+        self._listed_queues = params.get("QUEUES")
+        self.database: str | None = (self.options if isinstance(self.options, dict) else {}).get("database")
 
     def enqueue(self, task: Any, args: Any, kwargs: Any) -> Any:
         """Enqueue one call; a created job wakes idle workers when it commits.
@@ -96,6 +97,11 @@ class BosonBackend(BaseTaskBackend):  # type: ignore[misc,valid-type,unused-igno
             result = self.get_result(done.result.id)
         task_enqueued.send(type(self), task_result=result)
         return result
+
+    def check(self, **kwargs: Any) -> Any:
+        """Django's checks of a backend, and ``QUEUES`` and ``OPTIONS`` (``boson.E008``, ``E009``)."""
+        yield from super().check(**kwargs)
+        yield from checks.backend_problems(self.alias, self._listed_queues, self.options)
 
     def get_result(self, result_id: str) -> Any:
         result = build_result(result_id, self.alias, using=_db.alias(self.database)) if _could_exist(result_id) else None
