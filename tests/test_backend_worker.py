@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import pickle
 import sys
+from datetime import timedelta, timezone
 
 import pytest
 from asgiref.sync import async_to_sync
@@ -25,7 +26,7 @@ from boson_django.compat import (
 )
 from tests.conftest import EPOCH
 from tests.testapp import contract_tasks
-from tests.testapp.tasks import add, async_add, ephemeral, exits, fail, noop, returns_set
+from tests.testapp.tasks import add, async_add, chooses, ephemeral, exits, fail, noop, returns_set
 from tests.worker.conftest import burst
 
 
@@ -206,3 +207,54 @@ def test_context_in_the_worker(live_clock):
     final = contract_tasks.records_context.get_result(result.id)
     assert (final.status, final.return_value, final.attempts, len(final.errors)) == (
         TaskResultStatus.SUCCESSFUL, 2, 2, 1)
+
+
+def test_call_and_acall_run_the_function_here(live_clock):
+    assert (add.call(1, 2), async_add.call(2, 3)) == (3, 5)
+    assert (async_to_sync(add.acall)(3, 4), async_to_sync(async_add.acall)(4, 5)) == (7, 9)
+
+
+def test_run_after_in_another_time_zone_is_the_same_instant(live_clock):
+    """An aware ``run_after`` in any zone: the job is due at that instant, and its result's
+    task has it back (as the same instant, in UTC)."""
+    at = (EPOCH + timedelta(minutes=5)).astimezone(timezone(timedelta(hours=5)))
+    result = add.using(run_after=at).enqueue(1, 1)
+    assert result.task.run_after == at
+    live_clock.advance(4 * 60_000)
+    burst()
+    assert add.get_result(result.id).status == TaskResultStatus.READY
+    live_clock.advance(60_000)
+    burst()
+    done = add.get_result(result.id)
+    assert (done.status, done.started_at) == (TaskResultStatus.SUCCESSFUL, EPOCH + timedelta(minutes=5))
+
+
+def test_attempts_count_the_runs_that_spent_one(live_clock):
+    """A snooze spends no attempt: ``attempts`` (``len(worker_ids)``) and the context's
+    ``attempt`` count only the runs that did, in the worker as in the result."""
+    result = chooses.enqueue("snooze")
+    burst()
+    assert chooses.get_result(result.id).attempts == 0
+    live_clock.advance(5_000)
+    burst()
+    done = chooses.get_result(result.id)
+    assert (done.status, done.return_value, done.attempts, done.errors) == (
+        TaskResultStatus.SUCCESSFUL, "second run", 1, [])
+
+
+def test_enqueue_validates_the_task_against_the_backend_again(live_clock):
+    """Django's ``test_validate_on_enqueue``: a Task made before ``QUEUES`` changed is
+    checked again when enqueued, by ``enqueue`` and ``aenqueue``; nothing is written."""
+    from django.test import override_settings
+
+    from boson_django.compat import InvalidTaskError
+    from boson_django.models import Job
+
+    elsewhere = noop.using(queue_name="unknown_queue")
+    listed = {"default": {"BACKEND": "boson_django.backend.BosonBackend", "QUEUES": ["queue-1"]}}
+    with override_settings(TASKS=listed):
+        with pytest.raises(InvalidTaskError, match="Queue 'unknown_queue' is not valid for backend"):
+            elsewhere.enqueue()
+        with pytest.raises(InvalidTaskError, match="Queue 'unknown_queue' is not valid for backend"):
+            async_to_sync(elsewhere.aenqueue)()
+    assert not Job.objects.exists()
