@@ -49,6 +49,9 @@ STATUS = {
     JobState.QUARANTINED: TaskResultStatus.FAILED,
 }
 _SPENDING = {o.value for o in ATTEMPT_SPENDING}
+#: The records of an operator's retry and release: kept with the job's attempts, but
+#: nothing was raised, so they are no ``TaskError``.
+_OPERATOR_ACTIONS = frozenset({"retried", "unquarantined"})
 
 
 def task_error(text: str) -> TaskError:
@@ -78,7 +81,8 @@ def build_result(job_id: str, backend_alias: str, *, using: str) -> Any | None:
         .values_list("worker_id", "outcome", "error", "finished_at", "recorded")
     )
     worker_ids = [w for w, outcome, _, finished, _ in runs if finished is None or outcome in _SPENDING]
-    errors = [task_error(err) for _, outcome, err, _, recorded in runs if recorded and err]
+    errors = [task_error(err) for _, outcome, err, _, recorded in runs
+              if recorded and err and outcome not in _OPERATOR_ACTIONS]
     if job.state in (JobState.CANCELLED.value, JobState.QUARANTINED.value) and not errors:
         errors.append(task_error(job.last_error))
     task = task_as_stored(job.task, job.queue, job.priority, job.run_at, job.enqueued_at, backend_alias)

@@ -113,6 +113,10 @@ def test_a_quarantined_job_is_failed_and_finished_when_it_was_parked(store_clock
     for job_id, at in ((first.id, parked_at), (twin.id, store_clock.now())):
         result = add.get_result(job_id)
         assert (result.status, result.finished_at) == (TaskResultStatus.FAILED, at)
+    services.release_quarantined(first.id)
+    released = add.get_result(first.id)
+    assert released.status == TaskResultStatus.READY
+    assert [e.exception_class_path for e in released.errors] == ["boson_django.errors.LeaseLost"]
 
 
 def test_each_attempt_sends_started_and_finished_a_retried_one_finishing_ready(store_clock):

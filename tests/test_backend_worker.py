@@ -258,3 +258,19 @@ def test_enqueue_validates_the_task_against_the_backend_again(live_clock):
         with pytest.raises(InvalidTaskError, match="Queue 'unknown_queue' is not valid for backend"):
             async_to_sync(elsewhere.aenqueue)()
     assert not Job.objects.exists()
+
+
+def test_errors_are_the_handlers_not_an_operators_actions(live_clock):
+    """Django's ``errors``: one per error raised running the task. An operator's retry of
+    the failed job (or release of a quarantined one) is recorded with the job's attempts,
+    but raised nothing: it is no ``TaskError`` (it read as ``builtins.Exception``)."""
+    from boson_django import services
+
+    result = fail.using(max_attempts=1).enqueue("first")
+    burst()
+    assert services.retry(result.id) is True
+    assert [e.exception_class for e in fail.get_result(result.id).errors] == [ValueError]
+    burst()
+    final = fail.get_result(result.id)
+    assert final.status == TaskResultStatus.FAILED
+    assert [e.exception_class for e in final.errors] == [ValueError, ValueError]
