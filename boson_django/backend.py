@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from boson_django import checks, registry, services, validation
+from boson_django import _installed, checks, registry, services, validation  # noqa: F401 -- _installed first
 from boson_django.compat import (
     BaseTaskBackend,
     Task,

@@ -3,6 +3,11 @@
 
 from __future__ import annotations
 
+import os
+import pathlib
+import subprocess
+import sys
+
 import pytest
 from django.core import checks
 from django.test import override_settings
@@ -56,3 +61,22 @@ def test_a_database_not_in_databases(database):
 def test_options_that_are_not_a_dict():
     (message,) = backend_messages(OPTIONS=["database"])
     assert (message.id, message.msg) == ("boson.E009", "TASKS['jobs']['OPTIONS'] must be a dict, got list.")
+
+
+def test_the_backend_without_the_app_installed_says_what_to_add(tmp_path):
+    """Django builds the backend when a task is declared or enqueued: without
+    ``boson_django`` installed that failed on a boson model's definition, naming a model."""
+    (tmp_path / "noapp_settings.py").write_text(
+        "SECRET_KEY = 'x'\nUSE_TZ = True\nINSTALLED_APPS = ['django.contrib.contenttypes', 'django.contrib.auth']\n"
+        "DATABASES = {'default': {'ENGINE': 'django.db.backends.sqlite3', 'NAME': ':memory:'}}\n"
+        f"TASKS = {{'default': {{'BACKEND': '{BACKEND}'}}}}\n"
+    )
+    script = "import django; django.setup()\nfrom boson_django.compat import task_backends\ntask_backends['default']\n"
+    root = pathlib.Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=tmp_path,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "noapp_settings", "PYTHONPATH": f"{tmp_path}{os.pathsep}{root}"},
+    )
+    assert done.returncode != 0
+    assert "ImproperlyConfigured: TASKS names boson_django.backend.BosonBackend, but 'boson_django' is not in " \
+           "INSTALLED_APPS" in done.stderr, done.stderr

@@ -1,0 +1,12 @@
+"""Imported first by :mod:`boson_django.backend`: a ``TASKS`` entry naming
+``BosonBackend`` without ``boson_django`` in ``INSTALLED_APPS`` fails saying so, not with
+the model error of the first boson module that defines one."""
+
+from django.apps import apps
+from django.core.exceptions import ImproperlyConfigured
+
+if apps.ready and not apps.is_installed("boson_django"):
+    raise ImproperlyConfigured(
+        "TASKS names boson_django.backend.BosonBackend, but 'boson_django' is not in INSTALLED_APPS: "
+        "add it (its models hold the queue), then run `manage.py migrate`."
+    )
