@@ -241,6 +241,7 @@ def backend_problems(alias: str, queues: Any, options: Any) -> list[checks.Check
     backend, and an unknown option (a misspelt ``database``) did nothing."""
     entry = f"TASKS[{alias!r}]"
     problems = [checks.Error(f"{entry}['QUEUES'] {why}", id="boson.E008") for why in _bad_queues(queues)]
+    options = {} if options is None else options
     if not isinstance(options, dict):
         return [*problems, checks.Error(f"{entry}['OPTIONS'] must be a dict, got {type(options).__name__}.",
                                         id="boson.E009")]

@@ -25,6 +25,7 @@ def backend_messages(**entry) -> list[checks.CheckMessage]:
 def test_a_plain_entry_passes():
     assert backend_messages() == []
     assert backend_messages(QUEUES=["default", "emails"], OPTIONS={"database": "default"}) == []
+    assert backend_messages(QUEUES=[], OPTIONS=None) == []
 
 
 def test_the_framework_runs_the_backends_check(db):
