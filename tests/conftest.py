@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import pytest
 from django.db import connection
@@ -56,6 +56,19 @@ def store_clock(db):
 def live_clock(transactional_db):
     """A frozen clock committed to the database, for tests with threads or processes."""
     frozen = FrozenClock(EPOCH)
+    yield frozen
+    clock.unfreeze()
+
+
+#: How far from real time :func:`far_clock` freezes the store clock.
+FAR = {"3 days ahead": timedelta(days=3), "3 days behind": timedelta(days=-3)}
+
+
+@pytest.fixture(params=list(FAR.values()), ids=list(FAR))
+def far_clock(request, transactional_db):
+    """The store clock frozen three days ahead of, then behind, real time (committed, for
+    workers): whatever read a process's own clock instead would be three days off."""
+    frozen = FrozenClock(datetime.now(timezone.utc).replace(microsecond=0) + request.param)
     yield frozen
     clock.unfreeze()
 

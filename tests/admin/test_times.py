@@ -135,3 +135,26 @@ def test_every_row_page_shows_its_times_in_the_named_zone(superuser_client, stor
         page = superuser_client.get(reverse(f"admin:boson_django_{model}_change", args=[pk])).content.decode()
         assert re.search(r'<div class="readonly">2029-12-31 19:00:\d\d EST</div>', page), model
         assert "p.m." not in page, model
+
+
+def test_relative_times_are_measured_on_the_store_clock(superuser_client, far_clock):
+    """Three days from real time, a due time, a lease and a duty are still "in 1h 00m",
+    "in 30s" and "in 1m 00s": measured from store time, not from the server's own clock."""
+    from datetime import timedelta
+
+    from boson_django import services
+    from tests.factories import admit_one, enqueue_one
+
+    due = enqueue_one(ADD, args=[1, 2], queue="later", run_at=far_clock.now() + timedelta(hours=1))
+    enqueue_one(queue="now")
+    running = admit_one(queues=["now"], lease_ms=30_000).lease.job_id
+    services.claim_duty("boson.promote", "node-a", 60_000)
+    assert "(due in 1h 00m)" in _job_page(superuser_client, due)
+    assert "(in 30s)" in _job_page(superuser_client, running)
+    far_clock.advance(25_000)  # five seconds left: near expiry
+    body = superuser_client.get(reverse("admin:boson_django_dashboard_changelist")).content.decode()
+    leases = body.split('id="boson-leases"')[1]
+    assert running in leases and "<td>in 5s</td>" in leases
+    assert "in 35s" in body  # the duty
+    duties = superuser_client.get(reverse("admin:boson_django_duty_changelist")).content.decode()
+    assert "<td class=\"field-expires_in\">35s</td>" in duties

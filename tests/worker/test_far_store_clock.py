@@ -1,0 +1,165 @@
+"""A store clock days away from the workers' own clocks: every decision follows the store.
+
+Workers on machines whose clocks are off cannot be made in a test, so the store clock is
+frozen three days ahead of real time, then three days behind (``far_clock``), and real
+workers (``boson_worker --burst`` in this process, its own connections) run the jobs:
+anything that read a process's own clock instead of the store's would be three days off
+-- a due time passed or far away, a bucket full or empty, a lease long gone or fresh.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.core.management import call_command
+
+from boson_django import conf, services
+from boson_django.models import Schedule
+from boson_django.schedules import scheduler
+from tests.testapp.tasks import add, chooses, fail, noop, send_mail
+from tests.worker.conftest import burst, job, state
+
+MINUTE_MS = 60_000
+
+
+def _ms(delta: timedelta) -> int:
+    return int(delta / timedelta(milliseconds=1))
+
+
+def test_run_after_is_due_on_the_store_clock_and_results_carry_store_times(far_clock):
+    start = far_clock.now()
+    result = add.using(run_after=start + timedelta(hours=1)).enqueue(1, 2)
+    assert result.enqueued_at == start
+    burst()
+    assert state(result.id) == "scheduled"
+    far_clock.advance(3_600_000 - 1)
+    burst()
+    assert state(result.id) == "scheduled"
+    far_clock.advance(1)
+    burst()
+    done = add.get_result(result.id)
+    assert done.return_value == 3
+    assert done.enqueued_at == start
+    assert done.started_at == done.last_attempted_at == done.finished_at == start + timedelta(hours=1)
+
+
+def test_a_retry_waits_out_its_backoff_on_the_store_clock(far_clock):
+    result = fail.enqueue("boom")
+    burst()
+    row = job(result.id)
+    wait = row.run_at - far_clock.now()
+    assert row.state == "retryable" and row.attempt == 1
+    assert timedelta(0) < wait <= timedelta(milliseconds=conf.get().RETRY_BASE_MS)
+    far_clock.advance(_ms(wait) - 1)
+    burst()
+    assert job(result.id).attempt == 1
+    far_clock.advance(1)
+    burst()
+    assert job(result.id).attempt == 2
+
+
+def test_a_snooze_waits_on_the_store_clock(far_clock):
+    result = chooses.enqueue("snooze")  # snoozes 5 s, then succeeds
+    burst()
+    row = job(result.id)
+    assert (row.state, row.run_at) == ("scheduled", far_clock.now() + timedelta(seconds=5))
+    far_clock.advance(4_999)
+    burst()
+    assert state(result.id) == "scheduled"
+    far_clock.advance(1)
+    burst()
+    assert chooses.get_result(result.id).return_value == "second run"
+
+
+def test_a_lease_expires_and_is_reclaimed_on_the_store_clock(far_clock):
+    result = noop.enqueue()
+    (unit,) = services.admit("a-node-that-died", [], 1)
+    lease_ms = unit.envelope.lease_ms
+    assert unit.lease_expires_at == far_clock.now() + timedelta(milliseconds=lease_ms)
+    burst()
+    assert state(result.id) == "running"  # the lease still holds: nothing to reclaim
+    far_clock.advance(lease_ms)
+    burst()
+    after = job(result.id)
+    assert (after.state, after.crash_attempt, after.attempt) == ("completed", 1, 1)
+
+
+def test_a_duty_changes_hands_only_once_it_lapses_on_the_store_clock(far_clock):
+    assert services.claim_duty("boson.promote", "node-a", MINUTE_MS)
+    result = add.using(run_after=far_clock.now() + timedelta(seconds=1)).enqueue(1, 1)
+    far_clock.advance(1_000)
+    burst()  # due, but node-a holds the promote duty: this worker does not promote
+    assert state(result.id) == "scheduled"
+    assert not services.claim_duty("boson.promote", "node-b", MINUTE_MS)
+    far_clock.advance(MINUTE_MS - 1_001)
+    assert not services.claim_duty("boson.promote", "node-b", MINUTE_MS)
+    far_clock.advance(1)
+    burst()
+    assert add.get_result(result.id).return_value == 2
+
+
+def test_a_schedule_fires_its_slots_by_the_store_clock(far_clock, settings):
+    every = {"task": add.module_path, "every": timedelta(minutes=10), "args": [2, 3]}
+    settings.BOSON = {**settings.BOSON, "SCHEDULES": {"tick": every}}
+    scheduler.forget_sync()
+    try:
+        burst()  # syncs: the first slot is the next ten-minute mark after store time
+        slot = Schedule.objects.get(name="tick").next_run_at
+        assert far_clock.now() < slot <= far_clock.now() + timedelta(minutes=10)
+        far_clock.advance(_ms(slot - far_clock.now()) - 1)
+        burst()
+        assert services.list_jobs(task=add.module_path) == []
+        far_clock.advance(1)
+        burst()
+    finally:
+        scheduler.forget_sync()
+    (fired,) = services.list_jobs(task=add.module_path)
+    assert add.get_result(fired.id).return_value == 5
+    assert services.job_state(fired.id)[0].meta == {"schedule": "tick", "slot": slot.isoformat()}
+
+
+def test_a_rate_limit_refills_on_the_store_clock(far_clock):
+    services.set_rate_limit("smtp", 2, MINUTE_MS)  # send_mail weighs 2: one a minute
+    first, second = send_mail.enqueue("a"), send_mail.enqueue("b")
+    burst()
+    assert sorted([state(first.id), state(second.id)]) == ["available", "completed"]
+    far_clock.advance(MINUTE_MS - 1)
+    burst()
+    assert sorted([state(first.id), state(second.id)]) == ["available", "completed"]
+    far_clock.advance(1)
+    burst()
+    assert [state(first.id), state(second.id)] == ["completed", "completed"]
+
+
+def test_a_finished_job_is_evicted_when_its_retention_passes_on_the_store_clock(far_clock):
+    result = noop.using(retention_ms=MINUTE_MS).enqueue()
+    burst()
+    row = job(result.id)
+    assert (row.finalized_at, row.expires_at) == (far_clock.now(), far_clock.now() + timedelta(minutes=1))
+    far_clock.advance(MINUTE_MS - 1)
+    burst()
+    assert state(result.id) == "completed"
+    far_clock.advance(1)
+    burst()
+    assert services.job_state(result.id) is None
+
+
+def test_boson_status_shows_times_against_the_store_clock(far_clock, capsys):
+    noop.enqueue()
+    services.admit("node-a", [], 1, lease_ms=30_000)
+    assert services.claim_duty("boson.promote", "node-a", MINUTE_MS)
+    add.using(run_after=far_clock.now() + timedelta(seconds=1)).enqueue(1, 1)
+    far_clock.advance(91_000)  # the lease is 61 s gone; the job due 90 s ago; the duty lapsed
+    call_command("boson_status")
+    out = capsys.readouterr().out
+    assert f"store time {far_clock.now().isoformat()}" in out
+    assert "fence=1  expired" in out
+    assert "boson.promote: free" in out
+    assert "due 1.5m ago" in out
+    services.claim_duty("boson.promote", "node-a", MINUTE_MS)
+    services.promote_due()
+    services.admit("node-b", [], 1, lease_ms=30_000)
+    call_command("boson_status")
+    out = capsys.readouterr().out
+    assert "held by node-a, expires in 1.0m" in out
+    assert "holder=node-b  fence=1  expires in 30.0s" in out
