@@ -14,9 +14,10 @@ from datetime import timedelta
 from django.core.management import call_command
 
 from boson_django import conf, services
+from boson_django.compat import task_finished
 from boson_django.models import Schedule
 from boson_django.schedules import scheduler
-from tests.testapp.tasks import add, chooses, fail, noop, send_mail
+from tests.testapp.tasks import add, chooses, ephemeral, fail, noop, send_mail
 from tests.worker.conftest import burst, job, state
 
 MINUTE_MS = 60_000
@@ -142,6 +143,25 @@ def test_a_finished_job_is_evicted_when_its_retention_passes_on_the_store_clock(
     far_clock.advance(1)
     burst()
     assert services.job_state(result.id) is None
+
+
+def test_a_job_deleted_at_its_ack_is_reported_finished_at_store_time(far_clock):
+    """retention_ms=0: the row is gone when ``task_finished`` is sent, so its result is
+    built from the started one; it finished at the ack's store time, not the worker's."""
+    heard = []
+
+    def receiver(sender, task_result, **kwargs):
+        heard.append(task_result)
+
+    task_finished.connect(receiver)
+    try:
+        result = ephemeral.enqueue()
+        burst()
+    finally:
+        task_finished.disconnect(receiver)
+    (finished,) = [r for r in heard if r.id == result.id]
+    assert services.job_state(result.id) is None
+    assert finished.started_at == finished.finished_at == far_clock.now()
 
 
 def test_boson_status_shows_times_against_the_store_clock(far_clock, capsys):
