@@ -1,5 +1,6 @@
 """System checks: a bad ``BOSON`` value is reported at start-up, naming the key; a
-module of tasks that does not import, naming the module; and ``USE_TZ = False``."""
+module of tasks that does not import, naming the module; ``USE_TZ = False``; and a store
+that would read its times back shifted (SQLite with a ``TIME_ZONE`` of its own)."""
 
 from __future__ import annotations
 
@@ -103,11 +104,8 @@ def check_sqlite_transaction_mode(app_configs: Any = None, **kwargs: Any) -> lis
     caller's: in a ``transaction.atomic()`` Django began DEFERRED, the enqueue's write has
     to upgrade a read lock, and SQLite refuses that at once ("database is locked", no
     waiting) while a worker writes -- a view that enqueued failed with a 500."""
-    database = _store_alias()
-    found = connections.settings.get(database) if database is not None else None
-    if not found or not str(found.get("ENGINE", "")).endswith("sqlite3"):
-        return []
-    if (found.get("OPTIONS") or {}).get("transaction_mode") == "IMMEDIATE":
+    database, found = _sqlite_store()
+    if not found or (found.get("OPTIONS") or {}).get("transaction_mode") == "IMMEDIATE":
         return []
     return [checks.Warning(
         f"The store's database {database!r} is SQLite without \"transaction_mode\": \"IMMEDIATE\": "
@@ -116,6 +114,34 @@ def check_sqlite_transaction_mode(app_configs: Any = None, **kwargs: Any) -> lis
         hint=f'Add "OPTIONS": {{"timeout": 20, "transaction_mode": "IMMEDIATE"}} to DATABASES[{database!r}].',
         id="boson.W002",
     )]
+
+
+@checks.register("boson")
+def check_sqlite_time_zone(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """On SQLite Django writes times as text in the database's ``TIME_ZONE`` when one is
+    set; boson compares them as text in its statements and reads them back as UTC. In
+    another zone every time read back was shifted by its offset -- a frozen store clock
+    read five hours early in New York, due times and leases with it -- and local times
+    repeat at a daylight-saving fall-back, so their order is not time's."""
+    database, found = _sqlite_store()
+    if not found or found.get("TIME_ZONE") in (None, "UTC"):
+        return []
+    return [checks.Error(
+        f"The store's database {database!r} is SQLite with TIME_ZONE {found['TIME_ZONE']!r}: "
+        "boson_django keeps its times in UTC there, and would read every one shifted.",
+        hint=f'Remove "TIME_ZONE" from DATABASES[{database!r}] (or set it to "UTC"), or give the '
+             "queue a database of its own with BOSON['DATABASE'].",
+        id="boson.E008",
+    )]
+
+
+def _sqlite_store() -> tuple[str | None, dict[str, Any] | None]:
+    """The store's alias and its ``DATABASES`` entry when the store is SQLite (else None)."""
+    database = _store_alias()
+    found = connections.settings.get(database) if database is not None else None
+    if not found or not str(found.get("ENGINE", "")).endswith("sqlite3"):
+        return database, None
+    return database, found
 
 
 def _store_alias() -> str | None:

@@ -345,3 +345,22 @@ def test_a_sqlite_store_without_immediate_transactions_is_reported(monkeypatch):
     (message,) = boson_messages(**BASE)
     assert message.id == "boson.W002" and "'default'" in message.msg
     assert '"transaction_mode": "IMMEDIATE"' in message.hint
+
+
+def test_a_sqlite_store_keeping_its_times_in_a_zone_of_its_own_is_reported(monkeypatch):
+    """On SQLite Django writes times in the database's TIME_ZONE and boson read them back
+    as UTC: a store clock frozen at 12:00 UTC read 07:00 in New York, due times and
+    leases with it. PostgreSQL keeps each time with its zone: any session zone is fine."""
+    from django.db import connections
+
+    found = connections.settings["default"]
+    monkeypatch.setitem(found, "TIME_ZONE", "America/New_York")
+    reported = [m for m in boson_messages(**BASE) if m.id == "boson.E008"]
+    if not found["ENGINE"].endswith("sqlite3"):
+        assert reported == []
+        return
+    (message,) = reported
+    assert "'default'" in message.msg and "'America/New_York'" in message.msg
+    assert 'Remove "TIME_ZONE" from DATABASES[\'default\']' in message.hint
+    monkeypatch.setitem(found, "TIME_ZONE", "UTC")
+    assert [m for m in boson_messages(**BASE) if m.id == "boson.E008"] == []
