@@ -22,12 +22,12 @@ _SQLITE_NOW = "SELECT frozen_at, offset_ms FROM boson_clock WHERE id = 1"
 
 
 def now(using: str | None = None) -> datetime:
-    """The store's current time, aware UTC."""
+    """The store's current time, aware UTC (whatever the PostgreSQL session's zone)."""
     connection = _db.conn(using)
     with connection.cursor() as cursor:
         if _db.is_postgres(connection):
             cursor.execute(PG_NOW)
-            return _db.dt_not_null(cursor.fetchone()[0])
+            return _db.dt_not_null(cursor.fetchone()[0]).astimezone(timezone.utc)
         cursor.execute(_SQLITE_NOW)
         row = cursor.fetchone()
     frozen_at, offset_ms = row if row else (None, 0)
@@ -38,8 +38,8 @@ def from_row(frozen_at: object, offset_ms: int | None, server_now: object) -> da
     """Store time from the clock row and the server's time (for queries that read them along
     with other things, saving a round trip)."""
     if frozen_at is not None:
-        return _db.dt_not_null(frozen_at)
-    return _db.dt_not_null(server_now) + timedelta(milliseconds=offset_ms or 0)
+        return _db.dt_not_null(frozen_at).astimezone(timezone.utc)
+    return _db.dt_not_null(server_now).astimezone(timezone.utc) + timedelta(milliseconds=offset_ms or 0)
 
 
 def _state(using: str | None) -> tuple[datetime | None, int]:

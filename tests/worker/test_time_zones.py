@@ -98,4 +98,5 @@ def test_a_postgresql_session_in_another_time_zone_shifts_no_stored_time(far_clo
         with connection.cursor() as cursor:
             cursor.execute("SHOW TimeZone")
             assert cursor.fetchone()[0] == CHATHAM
+        assert clock.now().utcoffset() == timedelta(0)  # the same instant, and in UTC as documented
         run_through(far_clock)
