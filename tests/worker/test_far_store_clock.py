@@ -18,7 +18,7 @@ from boson_django.compat import task_finished
 from boson_django.models import Schedule
 from boson_django.schedules import scheduler
 from tests.testapp.tasks import add, chooses, ephemeral, fail, noop, send_mail
-from tests.worker.conftest import burst, job, state
+from tests.worker.conftest import Proc, burst, job, state
 
 MINUTE_MS = 60_000
 
@@ -183,3 +183,22 @@ def test_boson_status_shows_times_against_the_store_clock(far_clock, capsys):
     out = capsys.readouterr().out
     assert "held by node-a, expires in 1.0m" in out
     assert "holder=node-b  fence=1  expires in 30.0s" in out
+
+
+def test_a_worker_process_follows_the_store_clock(far_clock, tmp_path, procs):
+    """The same in a worker process of its own: it reads the frozen time from the store."""
+    start = far_clock.now()
+    later = add.using(run_after=start + timedelta(minutes=1)).enqueue(2, 2)
+    failing = fail.using(max_attempts=2).enqueue("boom")
+
+    def drain(name: str) -> None:
+        worker = Proc(tmp_path, name, "--burst")
+        procs.append(worker)
+        assert worker.exit_code() == 0, worker.text()
+
+    drain("w-first")
+    assert (state(later.id), state(failing.id)) == ("scheduled", "retryable")
+    far_clock.advance(MINUTE_MS)
+    drain("w-second")
+    assert add.get_result(later.id).finished_at == start + timedelta(minutes=1)
+    assert (state(failing.id), job(failing.id).finalized_at) == ("failed", start + timedelta(minutes=1))
