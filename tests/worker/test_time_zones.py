@@ -100,3 +100,26 @@ def test_a_postgresql_session_in_another_time_zone_shifts_no_stored_time(far_clo
             assert cursor.fetchone()[0] == CHATHAM
         assert clock.now().utcoffset() == timedelta(0)  # the same instant, and in UTC as documented
         run_through(far_clock)
+
+
+@override_settings(TIME_ZONE="America/New_York")
+def test_a_cron_slot_is_in_the_schedules_own_zone_not_djangos(far_clock, settings):
+    """``0 3 * * *`` with no ``timezone`` is 03:00 UTC, whatever ``TIME_ZONE`` says, and
+    it comes due on the store clock."""
+    pytest.importorskip("cronsim")
+    from boson_django.models import Schedule
+    from boson_django.schedules import scheduler
+
+    settings.BOSON = {**settings.BOSON, "SCHEDULES": {"nightly": {"task": add.module_path, "cron": "0 3 * * *", "args": [1, 1]}}}
+    scheduler.forget_sync()
+    try:
+        burst()
+        slot = Schedule.objects.get(name="nightly").next_run_at
+        assert (slot.astimezone(timezone.utc).hour, slot.minute) == (3, 0)
+        assert far_clock.now() < slot <= far_clock.now() + timedelta(days=1)
+        far_clock.advance(int((slot - far_clock.now()) / timedelta(milliseconds=1)))
+        burst()
+    finally:
+        scheduler.forget_sync()
+    (fired,) = services.list_jobs(task=add.module_path)
+    assert add.get_result(fired.id).finished_at == slot
