@@ -9,6 +9,7 @@ stopping is cooperative.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -45,6 +46,9 @@ class Attempt:
     #: Callables the handler asked to run inside the transaction of its SUCCESS ack
     #: (``context.in_ack``): their writes commit if and only if the ack does.
     effects: list[Callable[[], Any]] = field(default_factory=list)
+    #: This process's monotonic clock when the attempt was made, right after its
+    #: admission: a captured log line's store time is ``admitted_at`` plus the time since.
+    admitted_mono: float = field(default_factory=time.monotonic)
 
     @property
     def lease(self) -> LeaseRef:

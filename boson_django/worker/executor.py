@@ -137,7 +137,7 @@ def _ended(exc: BaseException) -> Finish:
 
 def run_sync(attempt: Attempt, task: Any) -> Finish:
     """Run a sync (or, inline, an async) handler in the calling thread."""
-    with logcapture.capturing() as logs:
+    with logcapture.capturing(attempt) as logs:
         attempt.logs = logs
         try:
             _, args = _started(attempt, task)
@@ -150,7 +150,7 @@ def run_sync(attempt: Attempt, task: Any) -> Finish:
 
 async def run_async(attempt: Attempt, task: Any) -> Finish:
     """Run an async handler on the event loop; cancellation (timeout, lost lease) ends it."""
-    with logcapture.capturing() as logs:
+    with logcapture.capturing(attempt) as logs:
         attempt.logs = logs
         try:
             _, args = await sync_to_async(_started)(attempt, task)

@@ -10,14 +10,21 @@ framework's lifecycle lines (``django.tasks``, ``django_tasks``).
 It captures what the logging configuration lets through to the root logger, at or
 above ``BOSON["LOG_CAPTURE_LEVEL"]``. Buffers are bounded: the newest lines are kept
 and the count of dropped ones is reported (the services bound the stored size again).
+
+Each line starts with its store time in UTC (:meth:`Buffer.stamp`), so the lines of an
+attempt agree with its start and end, which the store stamps, whatever the worker's
+own clock says.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import deque
 from contextvars import ContextVar
+from datetime import timedelta, timezone
+from typing import Any
 
 from boson_django.services.history import MAX_LOG_LINES
 
@@ -26,13 +33,25 @@ MAX_LINE_CHARS = 4_000
 
 class Buffer:
     """The lines of one attempt: the newest ``MAX_LOG_LINES`` kept. The deque is made at
-    the first line: most attempts log nothing, and one is made per attempt."""
+    the first line: most attempts log nothing, and one is made per attempt. ``origin``
+    is the attempt (its ``admitted_at`` on the store clock and ``admitted_mono`` on this
+    process's monotonic clock); None stamps no time."""
 
-    __slots__ = ("lines", "seen")
+    __slots__ = ("lines", "seen", "origin")
 
-    def __init__(self) -> None:
+    def __init__(self, origin: Any = None) -> None:
         self.lines: deque[str] | None = None
         self.seen = 0
+        self.origin = origin
+
+    def stamp(self) -> str:
+        """The store time now, to the millisecond, in UTC: the admission's store time plus
+        the time since, which this process's clock only measures (a clock minutes off
+        measures seconds as well as any)."""
+        if self.origin is None:
+            return ""
+        at = self.origin.admitted_at.astimezone(timezone.utc) + timedelta(seconds=time.monotonic() - self.origin.admitted_mono)
+        return f"{at:%Y-%m-%d %H:%M:%S}.{at.microsecond // 1000:03d} UTC "
 
     def add(self, line: str) -> None:
         if self.lines is None:
@@ -69,12 +88,13 @@ class _RouteToAttempt(logging.Handler):
         if buffer is None or _from_framework(record.name):
             return
         try:
-            buffer.add(self.format(record))
+            buffer.add(buffer.stamp() + self.format(record))
         except Exception:  # a broken record must never fail the job
             self.handleError(record)
 
 
-_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+#: After the line's store time (``Buffer.stamp``): not ``asctime``, this process's own clock.
+_FORMAT = "%(levelname)s %(name)s: %(message)s"
 _lock = threading.Lock()
 _installed: _RouteToAttempt | None = None
 _users = 0
@@ -107,8 +127,8 @@ class capturing:  # lower case: used like the context-manager function it replac
 
     __slots__ = ("buffer", "_token")
 
-    def __init__(self) -> None:
-        self.buffer = Buffer()
+    def __init__(self, origin: Any = None) -> None:
+        self.buffer = Buffer(origin)
 
     def __enter__(self) -> Buffer:
         self._token = _current.set(self.buffer)

@@ -9,7 +9,7 @@ anything that read a process's own clock instead of the store's would be three d
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 
 from django.core.management import call_command
 
@@ -162,6 +162,18 @@ def test_a_job_deleted_at_its_ack_is_reported_finished_at_store_time(far_clock):
     (finished,) = [r for r in heard if r.id == result.id]
     assert services.job_state(result.id) is None
     assert finished.started_at == finished.finished_at == far_clock.now()
+
+
+def test_captured_log_lines_are_stamped_with_store_time(far_clock):
+    """A handler's log lines are stored with its attempt: they carry the attempt's store
+    time (its admission plus the time since, in UTC), not the worker's own clock."""
+    result = fail.using(max_attempts=1).enqueue("boom")
+    burst()
+    (record,) = services.errors(result.id)
+    (line,) = [text for text in record.logs if "about to fail: boom" in text]
+    stamp = datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S.%f").replace(tzinfo=timezone.utc)
+    assert line[23:].startswith(" UTC WARNING tests.worker: about to fail: boom"), line
+    assert far_clock.now() <= stamp < far_clock.now() + timedelta(seconds=10)
 
 
 def test_boson_status_shows_times_against_the_store_clock(far_clock, capsys):
