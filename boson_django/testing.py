@@ -89,7 +89,8 @@ class FrozenClock:
 @contextmanager
 def frozen_clock(at: datetime | None = None, *, using: str | None = None) -> Iterator[FrozenClock]:
     """Freeze the store clock (at ``at``, default now) for the block; every process
-    using the database sees it. The clock runs again afterwards."""
+    using the database sees it once it is committed (inside a test's transaction, only
+    the test's connection does). The clock runs again afterwards."""
     clock.freeze(at, using)
     try:
         yield FrozenClock(using)
