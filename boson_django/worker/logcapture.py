@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import weakref
 from collections import deque
 from contextvars import ContextVar
 from datetime import timedelta, timezone
@@ -35,22 +36,24 @@ class Buffer:
     """The lines of one attempt: the newest ``MAX_LOG_LINES`` kept. The deque is made at
     the first line: most attempts log nothing, and one is made per attempt. ``origin``
     is the attempt (its ``admitted_at`` on the store clock and ``admitted_mono`` on this
-    process's monotonic clock); None stamps no time."""
+    process's monotonic clock), held weakly: the attempt holds its buffer, and a cycle
+    would keep both until the collector ran. None stamps no time."""
 
     __slots__ = ("lines", "seen", "origin")
 
     def __init__(self, origin: Any = None) -> None:
         self.lines: deque[str] | None = None
         self.seen = 0
-        self.origin = origin
+        self.origin = None if origin is None else weakref.ref(origin)
 
     def stamp(self) -> str:
         """The store time now, to the millisecond, in UTC: the admission's store time plus
         the time since, which this process's clock only measures (a clock minutes off
         measures seconds as well as any)."""
-        if self.origin is None:
+        attempt = self.origin() if self.origin is not None else None
+        if attempt is None:
             return ""
-        at = self.origin.admitted_at.astimezone(timezone.utc) + timedelta(seconds=time.monotonic() - self.origin.admitted_mono)
+        at = attempt.admitted_at.astimezone(timezone.utc) + timedelta(seconds=time.monotonic() - attempt.admitted_mono)
         return f"{at:%Y-%m-%d %H:%M:%S}.{at.microsecond // 1000:03d} UTC "
 
     def add(self, line: str) -> None:
