@@ -131,7 +131,7 @@ def check_sqlite_time_zone(app_configs: Any = None, **kwargs: Any) -> list[check
         "boson_django keeps its times in UTC there, and would read every one shifted.",
         hint=f'Remove "TIME_ZONE" from DATABASES[{database!r}] (or set it to "UTC"), or give the '
              "queue a database of its own with BOSON['DATABASE'].",
-        id="boson.E008",
+        id="boson.E010",
     )]
 
 

@@ -123,7 +123,7 @@ def settings_page() -> str:
         "SQLite without `\"transaction_mode\": \"IMMEDIATE\"` in its `OPTIONS` is `boson.W002` (an",
         "enqueue inside your `transaction.atomic()` fails with \"database is locked\" while a",
         "worker writes). A store on SQLite with a `TIME_ZONE` of its own in `DATABASES` (other",
-        "than `\"UTC\"`) is `boson.E008`: Django would write its times in that zone and boson",
+        "than `\"UTC\"`) is `boson.E010`: Django would write its times in that zone and boson",
         "reads them as UTC. A",
         "whole number is at most 2,147,483,647 (the store's counts), a duration at most 100",
         "years, `SWEEP_INTERVAL_MS` a third of that (a sweep's duty lease is three intervals).",

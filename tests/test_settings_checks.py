@@ -355,7 +355,7 @@ def test_a_sqlite_store_keeping_its_times_in_a_zone_of_its_own_is_reported(monke
 
     found = connections.settings["default"]
     monkeypatch.setitem(found, "TIME_ZONE", "America/New_York")
-    reported = [m for m in boson_messages(**BASE) if m.id == "boson.E008"]
+    reported = [m for m in boson_messages(**BASE) if m.id == "boson.E010"]
     if not found["ENGINE"].endswith("sqlite3"):
         assert reported == []
         return
@@ -363,4 +363,4 @@ def test_a_sqlite_store_keeping_its_times_in_a_zone_of_its_own_is_reported(monke
     assert "'default'" in message.msg and "'America/New_York'" in message.msg
     assert 'Remove "TIME_ZONE" from DATABASES[\'default\']' in message.hint
     monkeypatch.setitem(found, "TIME_ZONE", "UTC")
-    assert [m for m in boson_messages(**BASE) if m.id == "boson.E008"] == []
+    assert [m for m in boson_messages(**BASE) if m.id == "boson.E010"] == []
