@@ -57,14 +57,19 @@ class BucketState:
             self.refilled_at = now
 
     def try_take(self, weight: float) -> bool:
-        if weight <= self.tokens + 1e-9:
+        """Take ``weight`` tokens if the bucket holds them. A weight over the capacity,
+        which the bucket can never hold, is taken once the bucket is full, leaving it in
+        debt (below zero) that refills at ``limit`` per ``window_ms``: the job runs, the
+        class keeps its rate, and the jobs behind it are not held back for ever."""
+        if weight <= self.tokens + 1e-9 or (weight > self.capacity and self.tokens >= self.capacity - 1e-9):
             self.tokens -= weight
             return True
         return False
 
     def ms_until(self, weight: float) -> int:
-        """How long until ``weight`` tokens are there (for a RATE_LIMITED delay hint)."""
-        missing = weight - self.tokens
+        """How long until ``weight`` tokens are there, or the bucket is full for a weight
+        over its capacity (for a RATE_LIMITED delay hint)."""
+        missing = min(weight, float(self.capacity)) - self.tokens
         if missing <= 0 or self.limit <= 0:
             return 0
         return int(missing * self.window_ms / self.limit) + 1

@@ -3,11 +3,14 @@ in the same atomic write as the transition."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 from boson_django import services
 from boson_django.errors import LeaseRejected
 from boson_django.services import Outcome
+from tests.factories import admit_one, enqueue_one
 from tests.services.support import job_row, start_job
 
 CLASS = "meter"
@@ -86,8 +89,6 @@ def test_one_flush_corrects_each_bucket_once_with_every_ack_in_it(metered):
 def test_a_rate_limited_ack_waits_on_the_bucket_as_the_flush_left_it(metered):
     """A RATE_LIMITED ack without a delay, after a refund in the same flush: its wait is
     read from the refunded bucket, not from the row as it was before the flush."""
-    from datetime import timedelta
-
     from boson_django.services import AckRequest
 
     services.set_rate_limit(CLASS, limit=10, window_ms=10_000, burst=10)  # 1 token a second
@@ -101,3 +102,38 @@ def test_a_rate_limited_ack_waits_on_the_bucket_as_the_flush_left_it(metered):
     row = job_row(limited.job_id)
     assert row["state"] == "scheduled"
     assert row["run_at"] - now == timedelta(milliseconds=1_001)
+
+
+def test_a_job_heavier_than_its_bucket_runs_once_the_bucket_is_full_and_leaves_it_in_debt(metered):
+    """A weight over the capacity (10) can never be held: the job is admitted when the
+    bucket is full, and the bucket owes the difference, refilled at its rate."""
+    heavy = enqueue_one(rate_class=CLASS, weight=15, queue="heavy", lease_ms=60_000)
+    assert admit_one("w1", ["heavy"]).lease.job_id == heavy
+    assert services.bucket_tokens(CLASS) == pytest.approx(-5)
+    assert job_row(heavy)["charged_weight"] == pytest.approx(15)
+
+
+def test_a_job_heavier_than_its_bucket_holds_its_class_only_until_the_bucket_is_full(store_clock):
+    """First in claim order, the heavy job keeps its place in its class (the lighter job
+    behind it waits, as behind any job short of tokens) until the bucket is full; then it
+    runs, and the class goes on once the debt is refilled. Before, it waited for tokens
+    the bucket could never hold, and its whole class with it."""
+    services.set_rate_limit(CLASS, limit=10, window_ms=10_000)  # 10 tokens, one a second
+    start_job(rate_class=CLASS, weight=4, queue="first")  # leaves 6
+    heavy = enqueue_one(rate_class=CLASS, weight=12, queue="heavy", priority=10, lease_ms=60_000)
+    light = enqueue_one(rate_class=CLASS, weight=1, queue="heavy", lease_ms=60_000)
+    assert services.admit("w1", ["heavy"], 2) == []
+    store_clock.advance(4_000)  # full
+    assert [u.lease.job_id for u in services.admit("w1", ["heavy"], 2)] == [heavy]
+    assert services.bucket_tokens(CLASS) == pytest.approx(-2)
+    store_clock.advance(3_000)
+    assert [u.lease.job_id for u in services.admit("w1", ["heavy"], 2)] == [light]
+
+
+def test_a_rate_limited_job_heavier_than_its_bucket_waits_for_a_full_bucket(store_clock):
+    """Its wait is until the bucket is full again (it can never hold 15 tokens)."""
+    services.set_rate_limit(CLASS, limit=10, window_ms=10_000)  # 10 tokens, one a second
+    driven = start_job(rate_class=CLASS, weight=15)
+    services.ack(driven.lease, Outcome.RATE_LIMITED)
+    assert services.bucket_tokens(CLASS) == pytest.approx(-5)
+    assert job_row(driven.job_id)["run_at"] - store_clock.now() == timedelta(milliseconds=15_001)
