@@ -17,6 +17,7 @@ from boson_django.compat import (
     TaskResultDoesNotExist,
     task_enqueued,
 )
+from boson_django.errors import InvalidEnvelope
 from boson_django.schedules.spec import Schedule, as_schedules
 from boson_django.services import _db
 from boson_django.services.enqueue import enqueue_one
@@ -27,6 +28,9 @@ POLICY_OPTIONS = (
     "max_attempts", "unique_key", "rate_class", "weight", "retention_ms", "lease_ms",
     "timeout_ms", "crash_limit",
 )
+#: Policy a job takes from its task only (``@task``, TaskConfig, settings): no envelope
+#: carries it, so ``.using(...)`` refuses it rather than drop it.
+TASK_ONLY_OPTIONS = ("crash_limit",)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -54,7 +58,11 @@ class BosonTask(Task):  # type: ignore[misc,valid-type,unused-ignore]
         registry.register(self)
 
     def using(self, **changes: Any) -> BosonTask:  # type: ignore[override]
-        """Django's ``using`` plus boson's policy options (``.using(max_attempts=3)``)."""
+        """Django's ``using`` plus boson's policy options (``.using(max_attempts=3)``);
+        ``crash_limit`` is the task's own (``@task`` or its TaskConfig row), never per call."""
+        for name in TASK_ONLY_OPTIONS:
+            if name in changes:
+                raise InvalidEnvelope(name, "is set per task (@task(...) or its TaskConfig row), not per call with .using()")
         policy = {k: changes.pop(k) for k in list(changes) if k in POLICY_OPTIONS}
         return replace(Task.using(self, **changes), **policy)
 

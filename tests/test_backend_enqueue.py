@@ -37,6 +37,18 @@ def test_using_overrides_task_config(store_clock):
     assert plain.queue == "mail"
 
 
+def test_crash_limit_comes_from_the_task_not_from_using(store_clock):
+    """No envelope carries a crash limit: ``.using(crash_limit=...)`` was accepted and then
+    dropped without a word. It is refused, naming the field; the task's own comes from
+    its TaskConfig row, then ``@task``, then ``BOSON``."""
+    with pytest.raises(InvalidEnvelope, match="crash_limit"):
+        send_mail.using(crash_limit=1)
+    assert not Job.objects.exists()
+    assert Job.objects.get(id=send_mail.enqueue("a@x").id).crash_limit == 3  # BOSON["CRASH_LIMIT"]
+    services.set_task_config("tests.testapp.tasks.send_mail", crash_limit=1)
+    assert Job.objects.get(id=send_mail.using(max_attempts=9).enqueue("b@x").id).crash_limit == 1
+
+
 def test_static_unique_key_deduplicates(store_clock):
     first = rebuild_index.enqueue()
     second = rebuild_index.enqueue()
