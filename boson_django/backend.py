@@ -7,7 +7,7 @@ One code path for ``django.tasks`` (Django 6) and the ``django_tasks`` backport
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from boson_django import _installed, checks, registry, services, validation  # noqa: F401 -- _installed first
@@ -51,6 +51,9 @@ class BosonTask(Task):  # type: ignore[misc,valid-type,unused-ignore]
     crash_limit: int | None = None
     #: Periodic runs: a cron string, a ``boson_django.schedules.Schedule`` or a list of them.
     schedule: str | Schedule | list[str | Schedule] | tuple[Schedule, ...] | None = None
+    #: The envelope fields this copy was given with ``.using(...)``: they win over the
+    #: TaskConfig row even when equal to the task's own ``@task(...)`` value.
+    per_call: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
 
     def __post_init__(self) -> None:
         Task.__post_init__(self)
@@ -64,7 +67,8 @@ class BosonTask(Task):  # type: ignore[misc,valid-type,unused-ignore]
             if name in changes:
                 raise InvalidEnvelope(name, "is set per task (@task(...) or its TaskConfig row), not per call with .using()")
         policy = {k: changes.pop(k) for k in list(changes) if k in POLICY_OPTIONS}
-        return replace(Task.using(self, **changes), **policy)
+        given = {_ENVELOPE_NAMES.get(k, k) for k, v in {**changes, **policy}.items() if v is not None}
+        return replace(Task.using(self, **changes), **policy, per_call=self.per_call | given)
 
     def boson_policy(self) -> dict[str, Any]:
         """The code defaults ``registry.defaults_for`` reports for this task."""
@@ -130,13 +134,15 @@ def _could_exist(result_id: Any) -> bool:
 
 def envelope_for(task: Any, args: list[Any], kwargs: dict[str, Any]) -> services.Envelope:
     """The envelope of one call. A field equal to the registered task's code default is
-    left unset, so the TaskConfig row (then the code default) decides it."""
+    left unset, so the TaskConfig row (then the code default) decides it, unless the
+    call gave it with ``.using(...)``."""
     name = task.module_path
     registered = registry.get(name)
     defaults = registered.boson_policy() if registered is not None and hasattr(registered, "boson_policy") else {}
+    per_call = getattr(task, "per_call", frozenset())
 
-    def given(field: str, value: Any) -> Any:
-        return None if field in defaults and defaults[field] == value else value
+    def given(option: str, value: Any) -> Any:
+        return None if option in defaults and defaults[option] == value and option not in per_call else value
 
     policy = {f: getattr(task, f, None) for f in POLICY_OPTIONS if f != "unique_key"}
     return services.Envelope(
@@ -159,3 +165,5 @@ def unique_key_for(task: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) ->
 
 
 _ENVELOPE_FIELDS = {f.name for f in fields(services.Envelope)}
+#: ``.using(...)`` arguments whose envelope field has another name.
+_ENVELOPE_NAMES = {"queue_name": "queue"}

@@ -37,6 +37,16 @@ def test_using_overrides_task_config(store_clock):
     assert plain.queue == "mail"
 
 
+def test_a_using_value_equal_to_the_code_default_still_wins_over_task_config(store_clock):
+    """``send_mail`` declares max_attempts=3 and priority 0; the row says 7 and 5. A call
+    that asks for 3 and 0 gets them: the value was given, not inherited."""
+    services.set_task_config("tests.testapp.tasks.send_mail", max_attempts=7, priority=5, queue="mail")
+    job = Job.objects.get(id=send_mail.using(max_attempts=3, priority=0, queue_name="default").enqueue("e@x").id)
+    assert (job.max_attempts, job.priority, job.queue) == (3, 0, "default")
+    again = Job.objects.get(id=send_mail.using(max_attempts=3).using(weight=1).enqueue("f@x").id)
+    assert (again.max_attempts, again.priority, again.queue) == (3, 5, "mail"), "a second using() keeps the first's"
+
+
 def test_crash_limit_comes_from_the_task_not_from_using(store_clock):
     """No envelope carries a crash limit: ``.using(crash_limit=...)`` was accepted and then
     dropped without a word. It is refused, naming the field; the task's own comes from
