@@ -49,6 +49,9 @@ class Attempt:
     #: This process's monotonic clock when the attempt was made, right after its
     #: admission: a captured log line's store time is ``admitted_at`` plus the time since.
     admitted_mono: float = field(default_factory=time.monotonic)
+    #: What the attempt really cost its rate class (``context.report_weight``): the ack
+    #: corrects the admission's charge with it. None: the estimate was exact.
+    actual_weight: float | None = None
 
     @property
     def lease(self) -> LeaseRef:

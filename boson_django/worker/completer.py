@@ -41,7 +41,8 @@ def complete(batch: Sequence[tuple[Attempt, Finish]], using: str) -> None:
     bad = [(a, f, r) for (a, f), r in zip(live, replies) if isinstance(r.error, InvalidEnvelope)]
     if bad:
         retried = services.ack_many(
-            [AckRequest(a.lease, Outcome.RETRY, error=error_text(r.error), logs=list(f.logs)) for a, f, r in bad],
+            [AckRequest(a.lease, Outcome.RETRY, error=error_text(r.error), logs=list(f.logs), actual_weight=a.actual_weight)
+             for a, f, r in bad],
             using=using,
         )
         fixed = {id(a): (Finish(Outcome.RETRY, error=error_text(r.error), logs=f.logs), r2)
@@ -55,7 +56,7 @@ def complete(batch: Sequence[tuple[Attempt, Finish]], using: str) -> None:
 
 def _request(attempt: Attempt, finish: Finish) -> AckRequest:
     return AckRequest(attempt.lease, finish.outcome, error=finish.error, delay_ms=finish.delay_ms,
-                      logs=list(finish.logs), result=finish.result)
+                      logs=list(finish.logs), actual_weight=attempt.actual_weight, result=finish.result)
 
 
 def _settle(attempt: Attempt, finish: Finish, reply: AckReply, unheard: dict[str, bool]) -> None:

@@ -101,6 +101,15 @@ class BosonContext(TaskContext):  # type: ignore[misc,valid-type,unused-ignore]
         self._attempt.check()
         self._attempt.effects.append(effect)
 
+    def report_weight(self, actual: float) -> None:
+        """What this attempt really cost its rate class, when the job's ``weight`` was an
+        estimate (a batch that sent fewer mails, say): its ack, whatever the outcome,
+        corrects the bucket's charge to ``actual`` (``0`` refunds it all). The last call
+        wins."""
+        weight = validation.amount(actual, "actual_weight")
+        self._attempt.check()
+        self._attempt.actual_weight = weight
+
     def snooze(self, delay_ms: int) -> NoReturn:
         """Run again after ``delay_ms`` (> 0); spends no attempt."""
         raise Snooze(validation.delay(delay_ms, required_positive=True))

@@ -58,17 +58,19 @@ def _ack(attempt: Attempt, finish: Finish) -> str | None:
             return _ack_with_effects(attempt, finish, using=attempt.using)
         return services.ack(
             attempt.lease, finish.outcome, error=finish.error, delay_ms=finish.delay_ms,
-            logs=list(finish.logs), result=finish.result, using=attempt.using,
+            logs=list(finish.logs), actual_weight=attempt.actual_weight, result=finish.result, using=attempt.using,
         )
     except (InvalidEnvelope, _EffectFailed) as exc:  # a bad delay or a failing effect: a handler failure
         cause = exc.__cause__ if isinstance(exc, _EffectFailed) and exc.__cause__ else exc
-        return services.ack(attempt.lease, Outcome.RETRY, error=error_text(cause), logs=list(finish.logs), using=attempt.using)
+        return services.ack(attempt.lease, Outcome.RETRY, error=error_text(cause), logs=list(finish.logs),
+                            actual_weight=attempt.actual_weight, using=attempt.using)
 
 
 @_db.store_transaction
 def _ack_with_effects(attempt: Attempt, finish: Finish, *, using: str | None = None) -> str | None:
     """The fenced SUCCESS ack and the handler's in-ack effects, in one transaction."""
-    state = services.ack(attempt.lease, finish.outcome, logs=list(finish.logs), result=finish.result, using=using)
+    state = services.ack(attempt.lease, finish.outcome, logs=list(finish.logs), actual_weight=attempt.actual_weight,
+                         result=finish.result, using=using)
     for effect in attempt.effects:
         try:
             effect()

@@ -283,3 +283,10 @@ async def async_reads_store() -> int:
     from asgiref.sync import sync_to_async
 
     return await sync_to_async(reads_store.func)()
+
+
+@task(takes_context=True, rate_class="metered", weight=5)
+def reports_weight(context, actual: float) -> float:
+    """Charged its estimate (5 tokens) at admission; tells the worker what it really cost."""
+    context.report_weight(actual)
+    return actual
