@@ -250,3 +250,20 @@ def test_the_test_helper_s_ack_corrects_the_charge_with_the_reported_weight_too(
     job_id = reports_weight.enqueue(0).id
     assert run_until_idle() == 1
     assert Job.objects.get(id=job_id).charged_weight == 0 and services.bucket_tokens("metered") == pytest.approx(20)
+
+
+def test_retry_backoff_settings_bound_each_wait_a_worker_sets_on_the_store_clock(live_clock, settings):
+    """RETRY_BASE_MS bounds the first retry's wait, doubling per attempt up to RETRY_CAP_MS;
+    the jitter keeps each wait in the upper half of its bound."""
+    settings.BOSON = {**settings.BOSON, "RETRY_BASE_MS": 4_000, "RETRY_CAP_MS": 10_000}
+    job_id = fail.using(max_attempts=5).enqueue("again").id
+    waits = []
+    for _ in range(4):
+        burst()
+        job = Job.objects.get(id=job_id)
+        waits.append((job.run_at - live_clock.now()).total_seconds() * 1000)
+        live_clock.advance(int(waits[-1]))
+    bounds = [4_000, 8_000, 10_000, 10_000]
+    assert all(bound / 2 <= wait <= bound for wait, bound in zip(waits, bounds)), waits
+    burst()
+    assert Job.objects.get(id=job_id).state == "failed"
