@@ -4,9 +4,10 @@ boson's extras.
 Every extra goes through the services under the job's lease, so a handler that lost its
 lease (reclaimed, cancelled, released at shutdown, timed out) learns it at its next call
 here as an exception, and nothing it writes afterwards is stored. The outcome helpers
-(``snooze``, ``skip``, ``discard``, ``rate_limited``) end the handler by raising a
+(``snooze``, ``skip``, ``discard``, ``retry``, ``rate_limited``) end the handler by raising a
 :class:`~boson_django.worker.outcomes.Control` exception that the executor turns into
-that outcome; they are not errors and are not recorded as such.
+that outcome; they are not errors and are not recorded as such (a ``retry`` is recorded
+as the retry it asks for, its reason as the error).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from boson_django.compat import TaskContext
 from boson_django.errors import LeaseRejected
 from boson_django.services import JobOutput, JobProgress
 from boson_django.worker.attempt import Attempt
-from boson_django.worker.outcomes import Discard, JobInterrupted, RateLimited, Skip, Snooze
+from boson_django.worker.outcomes import Discard, JobInterrupted, RateLimited, Retry, Skip, Snooze
 
 
 class BosonContext(TaskContext):  # type: ignore[misc,valid-type,unused-ignore]
@@ -113,6 +114,11 @@ class BosonContext(TaskContext):  # type: ignore[misc,valid-type,unused-ignore]
     def snooze(self, delay_ms: int) -> NoReturn:
         """Run again after ``delay_ms`` (> 0); spends no attempt."""
         raise Snooze(validation.delay(delay_ms, required_positive=True))
+
+    def retry(self, delay_ms: int | None = None, reason: str = "") -> NoReturn:
+        """Fail this attempt and run again after ``delay_ms`` (None: the capped
+        exponential backoff); spends an attempt, as an exception would."""
+        raise Retry(validation.delay(delay_ms), reason=reason)
 
     def rate_limited(self, delay_ms: int | None = None) -> NoReturn:
         """Back off after an outside rate limit; ``None`` waits for the job's bucket."""

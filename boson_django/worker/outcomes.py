@@ -72,6 +72,17 @@ class Discard(Control):
         return Finish(self.outcome, error=f"{_path(type(self))}: {self.reason or 'discarded by the handler'}")
 
 
+class Retry(Control):
+    """Fail this attempt on purpose: run again after ``delay_ms`` (None: the backoff),
+    spending an attempt; the one that reaches ``max_attempts`` fails the job."""
+
+    outcome = Outcome.RETRY
+
+    def finish(self) -> Finish:
+        error = f"{_path(type(self))}: {self.reason or 'retry asked by the handler'}"
+        return Finish(self.outcome, error=error, delay_ms=self.delay_ms)
+
+
 class RateLimited(Control):
     """An outside rate limit was hit: back to ``scheduled`` after ``delay_ms`` (or when
     the job's bucket refills), spending no attempt."""

@@ -80,6 +80,9 @@ def chooses(context, outcome: str) -> str:
         context.skip("nothing to do")
     if outcome == "discard":
         context.discard("bad input")
+    if outcome == "retry":
+        context.checkpoint("again")
+        context.retry(3_000, "partner busy")
     if outcome == "rate_limited":
         context.checkpoint("again")
         context.rate_limited(2_000)

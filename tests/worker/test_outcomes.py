@@ -30,6 +30,29 @@ def test_rate_limited_reschedules_after_its_delay(live_clock):
     assert state(result.id) == "completed"
 
 
+def test_retry_spends_an_attempt_and_runs_again_after_the_delay_it_asked_for(live_clock):
+    result = chooses.using(max_attempts=3).enqueue("retry")
+    burst()
+    assert state(result.id) == "retryable" and job(result.id).attempt == 1
+    assert (job(result.id).run_at - live_clock.now()).total_seconds() == 3.0, "its own delay, not the backoff"
+    (record,) = services.errors(result.id)
+    assert (record.outcome, record.error) == ("retry", "boson_django.worker.outcomes.Retry: partner busy")
+    (error,) = chooses.get_result(result.id).errors
+    assert error.exception_class.__name__ == "Retry"
+    live_clock.advance(2_999)
+    burst()
+    assert state(result.id) == "retryable"
+    live_clock.advance(1)
+    burst()
+    assert chooses.get_result(result.id).return_value == "second run"
+
+
+def test_a_retry_that_spends_the_last_attempt_fails_the_job(live_clock):
+    result = chooses.using(max_attempts=1).enqueue("retry")
+    burst()
+    assert state(result.id) == "failed"
+
+
 def test_skip_ends_skipped_and_reads_successful(live_clock):
     result = chooses.enqueue("skip")
     burst()
