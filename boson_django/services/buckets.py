@@ -8,7 +8,7 @@ from typing import Any
 from boson_django import clock, validation
 from boson_django.models import Bucket
 from boson_django.policies import BucketState
-from boson_django.services import _db
+from boson_django.services import _db, wakeups
 
 
 class Buckets:
@@ -113,6 +113,7 @@ def set_rate_limit(
     bucket, created = Bucket.objects.using(using).select_for_update().get_or_create(
         name=name, defaults={"limit": limit, "window_ms": window_ms, "burst": burst, "tokens": capacity, "refilled_at": now}
     )
+    wakeups.notify_at_commit([wakeups.ANY_QUEUE], using)  # a new or larger bucket may let waiting jobs through
     if created:
         return bucket
     state = BucketState(bucket.limit, bucket.window_ms, bucket.burst, bucket.tokens, bucket.refilled_at)
@@ -136,6 +137,8 @@ def delete_rate_limit(name: str, *, using: str | None = None) -> bool:
     """
     validation.name(name, "name")
     deleted, _ = Bucket.objects.using(using).filter(name=name).delete()
+    if deleted:
+        wakeups.notify_at_commit([wakeups.ANY_QUEUE], using)  # the class is unlimited now
     return deleted > 0
 
 

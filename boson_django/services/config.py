@@ -9,6 +9,7 @@ from boson_django import conf, registry, validation
 from boson_django.policies import UNIQUENESS
 from boson_django.errors import UnregisteredTaskWarning
 from boson_django.models import TaskConfig
+from boson_django.services import wakeups
 from boson_django.services._db import store_transaction
 
 POLICY_FIELDS = (
@@ -69,7 +70,9 @@ def _validated(fields: dict[str, Any]) -> dict[str, Any]:
 def set_task_config(task: str, *, using: str | None = None, warn_unregistered: bool = True, **fields: Any) -> TaskConfig:
     """Write (create or update) the TaskConfig row; ``None`` clears a field back to code defaults.
 
-    Idempotent. Applies to jobs enqueued afterwards: a job's policy is fixed at enqueue.
+    Idempotent. Applies to jobs enqueued afterwards: a job's policy is fixed at enqueue;
+    ``max_active``, read at admission, applies to waiting jobs too, and idle workers are
+    woken at commit to admit what a raised cap lets through.
     A name no registered task has is written all the same, with an
     ``UnregisteredTaskWarning`` naming the closest registered task. The warning comes
     after the write has committed (or joined your transaction), so a warning filter that
@@ -92,6 +95,7 @@ def _write_task_config(task: str, *, using: str | None = None, **fields: Any) ->
     for key, value in values.items():
         setattr(row, key, value)
     row.save(using=using)
+    wakeups.notify_at_commit([wakeups.ANY_QUEUE], using)  # a cap raised frees waiting jobs now
     return row
 
 
@@ -108,6 +112,8 @@ def delete_task_config(task: str, *, using: str | None = None) -> bool:
     """
     validation.name(task, "task", max_len=255)
     deleted, _ = TaskConfig.objects.using(using).filter(task=task).delete()
+    if deleted:
+        wakeups.notify_at_commit([wakeups.ANY_QUEUE], using)  # its cap is gone
     return deleted > 0
 
 

@@ -1,8 +1,9 @@
 """Waking idle workers: ``pg_notify(channel, queue)`` once work becomes available.
 
 Whatever makes jobs available at once -- an enqueue, a sweep that promoted or reclaimed
-jobs, a fired schedule, an operator's retry, release or resume -- tells the workers
-here, so an idle worker starts them now rather than at its next poll
+jobs, a fired schedule, an operator's retry, release or resume, a task config or bucket
+written or deleted (a cap or a limit that held jobs back may be gone) -- tells the
+workers here, so an idle worker starts them now rather than at its next poll
 (``POLL_INTERVAL_MS``): the workers of this process directly (an embedded worker, or a
 worker whose own jobs enqueue more; on every store, SQLite included), the others by
 NOTIFY. A notification is only latency: a lost one, or a store without NOTIFY (SQLite,

@@ -1,7 +1,8 @@
 """Boson's policies, set in code and edited in the admin (Django's test client posting the
 real forms), as a running worker sees them. No worker keeps a policy in memory: every
-admission that starts after a change commits decides with it, so an idle worker sees it
-at its next poll. Time on the store clock is frozen and stepped, never waited for."""
+admission that starts after a change commits decides with it, and a change that may let
+jobs through wakes idle workers at its commit. Time on the store clock is frozen and
+stepped, never waited for."""
 
 from __future__ import annotations
 
@@ -16,13 +17,13 @@ from boson_django import services
 from boson_django.models import Job, Queue, TaskConfig
 from tests.admin.conftest import staff_client
 from tests.testapp.tasks import add, fail, gated, reports_weight, send_mail
-from tests.worker.conftest import ThreadWorker, burst, wait_until
+from tests.worker.conftest import ThreadWorker, burst, idle_worker, wait_until
 
 GATED = "tests.testapp.tasks.gated"
 FAIL = "tests.testapp.tasks.fail"
 SEND_MAIL = "tests.testapp.tasks.send_mail"
 TUNER = ["view_taskconfig", "add_taskconfig", "change_taskconfig", "delete_taskconfig", "view_bucket",
-         "tune_rate_limit", "view_queue", "operate_queue"]
+         "tune_rate_limit", "delete_bucket", "view_queue", "operate_queue"]
 
 
 class Admissions:
@@ -267,3 +268,23 @@ def test_retry_backoff_settings_bound_each_wait_a_worker_sets_on_the_store_clock
     assert all(bound / 2 <= wait <= bound for wait, bound in zip(waits, bounds)), waits
     burst()
     assert Job.objects.get(id=job_id).state == "failed"
+
+
+def test_an_idle_worker_admits_at_once_what_an_admin_edit_lets_through(tuner, folder):
+    """A worker that would not poll, sweep nor beat for ten minutes: only a wake-up at the
+    edit's commit can start the jobs a raised cap or a deleted bucket let through."""
+    post(tuner, add_url("taskconfig"), {"task": GATED, "max_active": 1, "lease_ms": 3_600_000})
+    services.set_rate_limit("idle-rate", limit=1, window_ms=3_600_000)
+    held = [gated.using(queue_name="idle").enqueue(str(folder), n).id for n in range(2)]
+    limited = [add.using(rate_class="idle-rate", queue_name="idle").enqueue(n, n).id for n in range(2)]
+    with idle_worker(HEARTBEAT_MS=600_000) as runner:
+        assert runner.worker.concurrency >= 4
+        wait_until(lambda: Job.objects.filter(id__in=limited, state="completed").count() == 1, what="the paid-for job")
+        assert started(folder) == 1 and Job.objects.filter(id__in=[*held, *limited], state="available").count() == 2
+        post(tuner, change_url("taskconfig", GATED), {"max_active": 2, "lease_ms": 3_600_000})
+        wait_until(lambda: started(folder) == 2, timeout=5, what="the job the raised cap lets through")
+        post(tuner, reverse("admin:boson_django_bucket_delete", args=["idle-rate"]), {"post": "yes"})
+        wait_until(lambda: Job.objects.filter(id__in=limited, state="completed").count() == 2, timeout=5,
+                   what="the job of the class with no bucket any more")
+        (folder / "go").write_text("go")
+        wait_until(lambda: Job.objects.filter(id__in=held, state="completed").count() == 2, what="the gated jobs")
