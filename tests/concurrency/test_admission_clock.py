@@ -35,9 +35,11 @@ def _wait_until_someone_waits_for_a_lock() -> None:
 @pytest.mark.postgres
 def test_a_job_reclaimed_while_admission_waits_is_claimed_at_the_time_after_the_wait(live_clock):
     services.set_rate_limit("narrow", limit=1, window_ms=10**9)
+    services.enqueue([envelope(NOOP, queue="drain", rate_class="narrow")])
+    services.admit("w-drain", ["drain"], 1)  # takes the bucket's one token, for good
     (expiring,) = services.enqueue([envelope(NOOP, queue="ac")])
     services.admit("w-old", ["ac"], 1, lease_ms=LEASE_MS)
-    services.enqueue([envelope(NOOP, queue="ac", rate_class="narrow", weight=5)])  # never fits: a later round looks on
+    services.enqueue([envelope(NOOP, queue="ac", rate_class="narrow")])  # never fits: a later round looks on
     locked, release = threading.Event(), threading.Event()
     admitted: list = []
 
