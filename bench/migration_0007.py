@@ -99,6 +99,11 @@ def measure(db: str, rows: int) -> dict:
             c.execute("ANALYZE" if vendor == "sqlite" else "ANALYZE boson_job")
             c.execute("SELECT count(*), count(lease_ms), count(crash_limit) FROM boson_job")
             total, leased, limited = c.fetchone()
+            if vendor == "postgresql":
+                c.execute("SELECT pg_total_relation_size('boson_job')")
+                size = c.fetchone()[0]
+            else:
+                size = os.path.getsize(sqlite_path)
         filled = time.perf_counter() - start
 
         statements: list[tuple[float, float, str]] = []
@@ -121,7 +126,7 @@ def measure(db: str, rows: int) -> dict:
         slowest = sorted(statements, key=lambda s: -s[1])[:6]
         return {
             "db": vendor, "rows": total, "null_lease_ms": total - leased, "null_crash_limit": total - limited,
-            "fill_s": round(filled, 2), "migrate_s": round(end - start, 3),
+            "mb": round(size / 2**20), "fill_s": round(filled, 2), "migrate_s": round(end - start, 3),
             "lock_s": round(end - alters[0], 3) if alters and vendor == "postgresql" else None,
             "statements": len(statements),
             "slowest": [(round(seconds, 3), sql[:110]) for _, seconds, sql in slowest],
@@ -155,7 +160,8 @@ def main() -> None:
                              check=True, capture_output=True, text=True, cwd=ROOT).stdout
         result = json.loads(out.splitlines()[-1])
         print(f"{result['db']}: {result['rows']:,} jobs ({result['null_lease_ms']:,} without lease_ms, "
-              f"{result['null_crash_limit']:,} without crash_limit), filled in {result['fill_s']} s")
+              f"{result['null_crash_limit']:,} without crash_limit; {result['mb']} MB with indexes"
+              f"{' (the whole file)' if result['db'] == 'sqlite' else ''}), filled in {result['fill_s']} s")
         lock = f", ACCESS EXCLUSIVE held {result['lock_s']} s" if result["lock_s"] is not None else ""
         print(f"  migrate boson_django 0007: {result['migrate_s']} s{lock}, {result['statements']} statements")
         for seconds, sql in result["slowest"]:
