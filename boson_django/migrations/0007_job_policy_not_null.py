@@ -10,7 +10,7 @@ migration runs; then the columns refuse NULL.
 """
 
 from django.db import migrations, models, router
-from django.db.models import OuterRef, Subquery, Value
+from django.db.models import F, OuterRef, Q, Subquery, Value
 from django.db.models.functions import Coalesce
 
 #: Each column filled, and the setting a row takes when its task's TaskConfig has no value.
@@ -18,6 +18,8 @@ FILLED = {"lease_ms": "LEASE_MS", "crash_limit": "CRASH_LIMIT"}
 
 
 def fill_policies(apps, schema_editor):
+    """One UPDATE of the rows missing either value: a value a row has stays, a missing one
+    takes the task's TaskConfig value (a primary-key lookup), else the setting."""
     from boson_django import conf
 
     job = apps.get_model("boson_django", "Job")
@@ -25,11 +27,12 @@ def fill_policies(apps, schema_editor):
     if not router.allow_migrate_model(alias, job):
         return
     configs = apps.get_model("boson_django", "TaskConfig").objects.using(alias)
+    fills = {}
     for column, setting in FILLED.items():
         configured = configs.filter(task=OuterRef("task"), **{f"{column}__isnull": False}).values(column)[:1]
-        job.objects.using(alias).filter(**{f"{column}__isnull": True}).update(
-            **{column: Coalesce(Subquery(configured), Value(getattr(conf.get(), setting)))}
-        )
+        fills[column] = Coalesce(F(column), Subquery(configured), Value(getattr(conf.get(), setting)))
+    missing = Q(lease_ms__isnull=True) | Q(crash_limit__isnull=True)
+    job.objects.using(alias).filter(missing).update(**fills)
 
 
 class Migration(migrations.Migration):

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 import pytest
 from django.db import IntegrityError, connection, transaction
 from django.db.migrations.executor import MigrationExecutor
+from django.test.utils import CaptureQueriesContext
 
 from boson_django import conf, services
 from boson_django.models import Job, TaskConfig
@@ -67,3 +68,33 @@ def test_the_migration_gives_rows_without_a_policy_one_and_their_jobs_run(live_c
 
     burst("--queue", "by-hand")
     assert dict(Job.objects.values_list("id", "state")) == {"configured": "completed", "default": "completed"}
+
+
+def test_the_migration_keeps_the_value_a_row_has_and_fills_only_the_missing_one(live_clock):
+    """A row missing only one of the two keeps the other as it was: its task's TaskConfig
+    value or the setting fills only the column that was NULL."""
+    now, settings = live_clock.now(), conf.get()
+    with _migrated_back_to(BEFORE):
+        TaskConfig.objects.create(task=ADD, lease_ms=5_000, crash_limit=None)
+        _hand_written("no-limit", ADD, now, lease_ms=9_000)
+        _hand_written("no-lease", ADD, now, crash_limit=7)
+        _hand_written("no-lease-default", NOOP, now, crash_limit=8)
+        _hand_written("both", NOOP, now, lease_ms=1_000, crash_limit=1)
+    assert set(Job.objects.values_list("id", "lease_ms", "crash_limit")) == {
+        ("no-limit", 9_000, settings.CRASH_LIMIT), ("no-lease", 5_000, 7),
+        ("no-lease-default", settings.LEASE_MS, 8), ("both", 1_000, 1)}
+
+
+def test_the_migration_fills_the_job_rows_in_one_update(live_clock):
+    """A store upgrades with a live queue of many jobs: one UPDATE of the rows missing a
+    value, not one pass over the table per column. (Each column's AlterField is Django's
+    own: on PostgreSQL a scan under the table's lock each, on SQLite a copy of the table
+    each -- what docs/migrating.md measures.)"""
+    with _migrated_back_to(BEFORE):
+        _hand_written("default", NOOP, live_clock.now())
+        executor = MigrationExecutor(connection)
+        with CaptureQueriesContext(connection) as queries:
+            executor.migrate([("boson_django", "0007_job_policy_not_null")])
+        statements = [" ".join(q["sql"].split()) for q in queries.captured_queries]
+        assert len([s for s in statements if s.startswith('UPDATE "boson_job"')]) == 1
+    assert Job.objects.get(id="default").lease_ms == conf.get().LEASE_MS
