@@ -98,3 +98,60 @@ def test_the_migration_fills_the_job_rows_in_one_update(live_clock):
         statements = [" ".join(q["sql"].split()) for q in queries.captured_queries]
         assert len([s for s in statements if s.startswith('UPDATE "boson_job"')]) == 1
     assert Job.objects.get(id="default").lease_ms == conf.get().LEASE_MS
+
+
+ROUTED = """
+import sys
+import django
+from django.conf import settings
+
+path = sys.argv[1]
+apps = ["django.contrib.contenttypes", "django.contrib.auth", "boson_django"]
+try:
+    import django.tasks  # noqa: F401
+except ImportError:
+    apps.insert(0, "django_tasks")
+settings.configure(
+    SECRET_KEY="x", USE_TZ=True, INSTALLED_APPS=apps, DEFAULT_AUTO_FIELD="django.db.models.BigAutoField",
+    DATABASES={alias: {"ENGINE": "django.db.backends.sqlite3", "NAME": f"{path}/{alias}.sqlite3"} for alias in ("default", "store")},
+    DATABASE_ROUTERS=["boson_django.routers.StoreRouter"], BOSON={"DATABASE": "store", "LEASE_MS": 4000},
+    TASKS={"default": {"BACKEND": "boson_django.backend.BosonBackend"}},
+)
+django.setup()
+from django.core.management import call_command
+from django.db import connections
+
+for alias in ("default", "store"):
+    call_command("migrate", "boson_django", "0006", database=alias, verbosity=0)
+with connections["store"].cursor() as c:
+    c.execute("INSERT INTO boson_job (id, task, queue, state, priority, args, kwargs, meta, fingerprint, weight, "
+              "max_attempts, crash_limit, attempt, crash_attempt, fence, charged_weight, last_error, run_at, enqueued_at) "
+              "VALUES ('a', 't', 'q', 'available', 0, '[]', '{}', '{}', 'f', 1, 3, 5, 0, 0, 0, 0, '', '2030-01-01', '2030-01-01')")
+for alias in ("default", "store"):
+    call_command("migrate", "boson_django", database=alias, verbosity=0)
+print([t for t in connections["default"].introspection.table_names() if t.startswith("boson")])
+with connections["store"].cursor() as c:
+    c.execute("SELECT id, lease_ms, crash_limit FROM boson_job")
+    print(c.fetchall())
+    c.execute("SELECT sql FROM sqlite_master WHERE name = 'boson_job'")
+    table = c.fetchone()[0]
+    print([column in table for column in ('"lease_ms" bigint NOT NULL', '"crash_limit" integer unsigned NOT NULL')])
+"""
+
+
+def test_the_migration_fills_and_alters_the_store_database_the_router_names(tmp_path):
+    """With BOSON["DATABASE"] on another alias and the StoreRouter, migrating each alias
+    fills and alters the store's job table and creates none on ``default``."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    run = subprocess.run([sys.executable, "-c", ROUTED, str(tmp_path)], capture_output=True, text=True,
+                         cwd=root, env=env, timeout=120)
+    assert run.returncode == 0, run.stderr
+    out = run.stdout.splitlines()
+    assert out == ["[]", "[('a', 4000, 5)]", "[True, True]"]
