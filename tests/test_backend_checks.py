@@ -81,3 +81,24 @@ def test_the_backend_without_the_app_installed_says_what_to_add(tmp_path):
     assert done.returncode != 0
     assert "ImproperlyConfigured: TASKS names boson_django.backend.BosonBackend, but 'boson_django' is not in " \
            "INSTALLED_APPS" in done.stderr, done.stderr
+
+
+def test_the_backend_built_while_the_apps_load_without_the_app_installed_says_what_to_add(tmp_path):
+    """An app's models module that declares a task builds the backend while Django loads
+    the apps (before ``apps.ready``): it too says to install ``boson_django``."""
+    (tmp_path / "shop").mkdir()
+    (tmp_path / "shop" / "__init__.py").write_text("")
+    (tmp_path / "shop" / "models.py").write_text("from boson_django.compat import task_backends\ntask_backends['default']\n")
+    (tmp_path / "shop_settings.py").write_text(
+        "SECRET_KEY = 'x'\nUSE_TZ = True\nINSTALLED_APPS = ['django.contrib.contenttypes', 'shop']\n"
+        "DATABASES = {'default': {'ENGINE': 'django.db.backends.sqlite3', 'NAME': ':memory:'}}\n"
+        f"TASKS = {{'default': {{'BACKEND': '{BACKEND}'}}}}\n"
+    )
+    root = pathlib.Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup()\n"], capture_output=True, text=True, timeout=60,
+        cwd=tmp_path, env={**os.environ, "DJANGO_SETTINGS_MODULE": "shop_settings", "PYTHONPATH": f"{tmp_path}{os.pathsep}{root}"},
+    )
+    assert done.returncode != 0
+    assert "ImproperlyConfigured: TASKS names boson_django.backend.BosonBackend, but 'boson_django' is not in " \
+           "INSTALLED_APPS" in done.stderr, done.stderr
