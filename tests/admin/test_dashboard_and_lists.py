@@ -334,3 +334,17 @@ def test_a_job_s_progress_counts_as_the_handler_gave_them(superuser_client, stor
     assert "3/12 day block 3 (attempt 1" in superuser_client.get(url).content.decode()
     services.write_progress(lease, 2.5, None, "MB")
     assert "2.5 MB (attempt 1" in superuser_client.get(url).content.decode()
+
+
+@pytest.mark.parametrize("lease_ms, advance_ms, near", [
+    (3_000, 1_999, False), (3_000, 2_000, True),  # 1,001 ms left; exactly a third left
+    (1_000, 666, False), (1_000, 667, True),  # 334 ms left (over a third); 333 ms
+    (1_000, 1_500, True),  # expired, not yet reclaimed
+])
+def test_a_lease_is_about_to_expire_from_exactly_a_third_of_its_own_length_left(store_clock, lease_ms, advance_ms, near):
+    from boson_django.admin import stats
+
+    job_id = enqueue_one(queue="edge", lease_ms=lease_ms)
+    admit_one("w1", ["edge"])
+    store_clock.advance(advance_ms)
+    assert [row["id"] for row in stats.leases_near_expiry(store_clock.now())] == ([job_id] if near else [])
