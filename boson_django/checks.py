@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import difflib
 import importlib.util
+import zoneinfo
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings as django_settings
@@ -124,7 +126,7 @@ def check_sqlite_time_zone(app_configs: Any = None, **kwargs: Any) -> list[check
     read five hours early in New York, due times and leases with it -- and local times
     repeat at a daylight-saving fall-back, so their order is not time's."""
     database, found = _sqlite_store()
-    if not found or found.get("TIME_ZONE") in (None, "UTC"):
+    if not found or _is_utc(found.get("TIME_ZONE")):
         return []
     return [checks.Error(
         f"The store's database {database!r} is SQLite with TIME_ZONE {found['TIME_ZONE']!r}: "
@@ -133,6 +135,19 @@ def check_sqlite_time_zone(app_configs: Any = None, **kwargs: Any) -> list[check
              "queue a database of its own with BOSON['DATABASE'].",
         id="boson.E010",
     )]
+
+
+def _is_utc(name: Any) -> bool:
+    """Whether a ``TIME_ZONE`` is UTC under any of its names (``Etc/UTC``, ``GMT``, ...):
+    no offset from before 1900 to after 2030, summer and winter."""
+    if name is None or name == "UTC":
+        return True
+    try:
+        zone = zoneinfo.ZoneInfo(str(name))
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        return False
+    return all(zone.utcoffset(datetime(year, month, 1)) == timedelta(0)
+               for year in (1890, 1950, 1970, 2000, 2030) for month in (1, 7))
 
 
 def _sqlite_store() -> tuple[str | None, dict[str, Any] | None]:

@@ -123,7 +123,7 @@ def settings_page() -> str:
         "SQLite without `\"transaction_mode\": \"IMMEDIATE\"` in its `OPTIONS` is `boson.W002` (an",
         "enqueue inside your `transaction.atomic()` fails with \"database is locked\" while a",
         "worker writes). A store on SQLite with a `TIME_ZONE` of its own in `DATABASES` (other",
-        "than `\"UTC\"`) is `boson.E010`: Django would write its times in that zone and boson",
+        "than UTC, under any of its names) is `boson.E010`: Django would write its times in that zone and boson",
         "reads them as UTC. In a `TASKS` entry naming `BosonBackend`, `QUEUES` that is not a",
         "list of queue names is `boson.E008`, and an unknown `OPTIONS` key or an",
         "`OPTIONS[\"database\"]` not in `DATABASES` is `boson.E009`. A",

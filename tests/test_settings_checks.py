@@ -364,3 +364,13 @@ def test_a_sqlite_store_keeping_its_times_in_a_zone_of_its_own_is_reported(monke
     assert 'Remove "TIME_ZONE" from DATABASES[\'default\']' in message.hint
     monkeypatch.setitem(found, "TIME_ZONE", "UTC")
     assert [m for m in boson_messages(**BASE) if m.id == "boson.E010"] == []
+
+
+@pytest.mark.parametrize("zone", ["Etc/UTC", "Etc/Universal", "Zulu", "GMT", "Etc/GMT", "Etc/GMT+0"])
+def test_a_sqlite_store_in_another_name_of_utc_is_not_reported(monkeypatch, zone):
+    """``Etc/UTC`` (many container images' zone), ``GMT`` and the like are UTC: Django
+    writes the same times in them, and an error would stop ``migrate`` and the worker."""
+    from django.db import connections
+
+    monkeypatch.setitem(connections.settings["default"], "TIME_ZONE", zone)
+    assert [m for m in boson_messages(**BASE) if m.id == "boson.E010"] == []
