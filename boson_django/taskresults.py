@@ -259,8 +259,8 @@ def send_finished(result: Any, exception: BaseException | None) -> None:
     """``task_finished`` for ``result``. After a handler's exception it is sent as Django's
     backends send it, from inside the ``except`` handling that exception: receivers see it
     in ``sys.exc_info()``, and Django's logging receiver attaches it to a failure's ERROR
-    line (what error monitoring reads). Its traceback is dropped afterwards: it holds the
-    handler's frames, and they the attempt, a cycle only the collector would free."""
+    line (what error monitoring reads). The worker drops its traceback once the outcome is
+    settled, sent or not (``Finish.let_go``)."""
     if exception is None:
         send(task_finished, result)
         return
@@ -268,8 +268,6 @@ def send_finished(result: Any, exception: BaseException | None) -> None:
         raise exception
     except BaseException:  # noqa: BLE001 -- the handler's own, raised again to be the one handled
         send(task_finished, result)
-    finally:
-        exception.__traceback__ = None
 
 
 def unheard(signal: Signal, backend_alias: str, level: int = logging.INFO) -> bool:

@@ -27,7 +27,14 @@ log = logging.getLogger("boson_django.worker")
 
 
 def complete(batch: Sequence[tuple[Attempt, Finish]], using: str) -> None:
-    """Ack every (attempt, finish) of the batch; each attempt ends settled."""
+    """Ack every (attempt, finish) of the batch; each attempt ends settled. A database
+    error propagates with the batch untouched, for the loop to flush it again."""
+    _complete(batch, using)
+    for _, finish in batch:
+        finish.let_go()
+
+
+def _complete(batch: Sequence[tuple[Attempt, Finish]], using: str) -> None:
     live = []
     for attempt, finish in batch:
         if attempt.settled:

@@ -30,7 +30,14 @@ log = logging.getLogger("boson_django.worker")
 
 
 def deliver(attempt: Attempt, finish: Finish) -> str | None:
-    """Ack the attempt; returns the job's new state (None: deleted or refused)."""
+    """Ack the attempt; returns the job's new state (None: deleted or refused). A
+    database error propagates, ``finish`` untouched, for the loop to deliver it again."""
+    state = _deliver(attempt, finish)
+    finish.let_go()
+    return state
+
+
+def _deliver(attempt: Attempt, finish: Finish) -> str | None:
     if attempt.settled:
         log.warning("boson: job %s finished after its lease was lost; outcome %s not stored",
                     attempt.job_id, finish.outcome.value)

@@ -36,6 +36,13 @@ class Finish:
             return self  # most attempts log nothing: no second Finish per job
         return Finish(self.outcome, self.error, self.delay_ms, self.result, tuple(logs), self.exception)
 
+    def let_go(self) -> None:
+        """Once the outcome is settled (``task_finished`` sent, or not: a refused ack, a
+        lost lease): drop the traceback of the handler's exception. It holds the handler's
+        frames, and one of them this Finish, a cycle only the collector would free."""
+        if self.exception is not None:
+            self.exception.__traceback__ = None
+
 
 class Control(Exception):
     """Base of the exceptions that end a handler with a chosen outcome (not an error)."""

@@ -293,3 +293,14 @@ def reports_weight(context, actual: float) -> float:
     """Charged its estimate (5 tokens) at admission; tells the worker what it really cost."""
     context.report_weight(actual)
     return actual
+
+
+@task(takes_context=True)
+def fails_after_losing_its_lease(context) -> None:
+    """Its lease is taken from it (as a reclaim does), then it raises: the ack is refused."""
+    from django.db.models import F
+
+    from boson_django.models import Job
+
+    Job.objects.filter(id=context.task_result.id).update(fence=F("fence") + 1)
+    raise ValueError("too late")

@@ -49,6 +49,24 @@ def test_a_drained_jobs_objects_are_freed_without_the_collector(live_clock, fail
     assert left == []  # none kept alive by a reference cycle only the collector would break
 
 
+def test_a_failed_attempt_whose_ack_is_refused_leaves_no_objects_for_the_collector(live_clock, monkeypatch):
+    """No ``task_finished`` is sent for an outcome that was not stored: the failure's
+    exception, and the handler's frames it holds, must go all the same."""
+    monkeypatch.setattr(logging.getLogger(tasks_logger.name), "propagate", False)
+    ids = [tasks.fails_after_losing_its_lease.enqueue().id for _ in range(5)]
+    before = set(threading.enumerate())
+    gc.collect()
+    gc.disable()
+    try:
+        burst("--concurrency", "4")
+        _join_threads_started_since(before)
+        left = [o for o in gc.get_objects() if type(o) is Attempt]
+    finally:
+        gc.enable()
+    assert {state(i) for i in ids} == {"running"}  # the refused acks stored nothing
+    assert left == []
+
+
 @pytest.fixture
 def first_threshold():
     """Sets the collector's first threshold for the test (the others kept); puts all
