@@ -78,6 +78,13 @@ def test_a_fixed_unique_key_too_long_is_refused_naming_it_and_nothing_is_written
     assert Job.objects.get(id=created.id).unique_key == "short"
 
 
+def test_a_fixed_unique_key_too_long_does_not_refuse_an_enqueue_that_claims_no_key(store_clock):
+    """``unique=False`` stores no unique key: the task's own, unusable, is not needed."""
+    (result,) = services.enqueue([services.Envelope(task=overlong_fixed_key.module_path)], unique=False)
+    assert result.disposition == "created"
+    assert Job.objects.get(id=result.id).unique_key is None
+
+
 def test_result_task_is_the_task_enqueued_with_its_using_overrides(store_clock):
     """Django's ``TaskResult.task`` is the Task the result was enqueued for: a
     ``.using(...)`` copy's priority, queue and run_after, not the declared task's."""

@@ -311,7 +311,8 @@ class _Policies:
         """A new row: ``values`` over the task's defaults."""
         valid, invalid = self._defaults.get(values["task"]) or self._resolve(values["task"])
         for name in invalid.keys() - values.keys() if invalid else ():
-            _DEFAULT_CHECKS[name](invalid[name], index)  # raises, naming the field
+            if name != "unique_key" or unique:  # unique=False stores no key: the task's is not used
+                _DEFAULT_CHECKS[name](invalid[name], index)  # raises, naming the field
         row = {**valid, **values}
         if not unique:
             row["unique_key"] = None
