@@ -180,9 +180,10 @@ def _reschedule(job: Job, spent: int, now: datetime, delay: int | None, error: s
 
 def _bucket_wait(job: Job, held: buckets.Buckets) -> int:
     """A RATE_LIMITED ack's delay when it gave none: until the job's bucket holds its
-    weight again, or the base backoff if the class has no bucket."""
+    weight again (at most the longest delay an ack may give: a bucket deep in debt is
+    full again past any date), or the base backoff if the class has no bucket."""
     wait = held.ms_until(job.rate_class, max(job.weight, 1.0))
-    return conf.get().RETRY_BASE_MS if wait is None else max(wait, 1)
+    return conf.get().RETRY_BASE_MS if wait is None else min(max(wait, 1), validation.MAX_MS)
 
 
 def _skip(job: Job, spent: int, now: datetime, delay: int | None, error: str, using: str) -> JobState:

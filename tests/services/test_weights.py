@@ -137,3 +137,15 @@ def test_a_rate_limited_job_heavier_than_its_bucket_waits_for_a_full_bucket(stor
     services.ack(driven.lease, Outcome.RATE_LIMITED)
     assert services.bucket_tokens(CLASS) == pytest.approx(-5)
     assert job_row(driven.job_id)["run_at"] - store_clock.now() == timedelta(milliseconds=15_001)
+
+
+def test_a_rate_limited_wait_past_the_longest_delay_is_the_longest_delay(store_clock):
+    """A bucket of one token a century, 99 in debt after a job of 100, is full again in
+    ten thousand years, past any date: the wait is the longest delay an ack may give."""
+    from boson_django.validation import MAX_MS
+
+    services.set_rate_limit(CLASS, limit=1, window_ms=MAX_MS)
+    driven = start_job(rate_class=CLASS, weight=100)
+    assert services.bucket_tokens(CLASS) == pytest.approx(-99)
+    assert services.ack(driven.lease, Outcome.RATE_LIMITED) == "scheduled"
+    assert job_row(driven.job_id)["run_at"] - store_clock.now() == timedelta(milliseconds=MAX_MS)
