@@ -56,6 +56,18 @@ class BucketState:
         if now > self.refilled_at:
             self.refilled_at = now
 
+    def catch_up(self, now: datetime, taken: float) -> None:
+        """Move a decision made at ``refilled_at`` that took ``taken`` tokens to the later
+        ``now``: the state is the one the same takes would have left at ``now``. Refilled
+        without regard to them, the bucket would earn, for the next taker at ``now``, the
+        tokens these takes already used up to the capacity: twice the capacity at once."""
+        elapsed_ms = (now - self.refilled_at).total_seconds() * 1000
+        if elapsed_ms > 0 and self.window_ms > 0:
+            earned = elapsed_ms * self.limit / self.window_ms
+            self.tokens = min(float(self.capacity) - taken, self.tokens + earned)
+        if now > self.refilled_at:
+            self.refilled_at = now
+
     def try_take(self, weight: float) -> bool:
         """Take ``weight`` tokens if the bucket holds them. A weight over the capacity,
         which the bucket can never hold, is taken once the bucket is full, leaving it in

@@ -123,14 +123,18 @@ def _admit(
     now = clock.now(using)
     buckets, caps = Buckets(using, now), _ActiveLimits(using)
     picked = _pick(using, wanted, limit, buckets, caps)
-    buckets.save()
     if not picked:
+        buckets.save()
         return []
     # The claim's time, read again now that the jobs are locked: a later round may pick a
     # job that a reclaim or release handed back while this one waited for bucket or cap
     # locks, and the time read before that wait would start its claim before the last
     # one ended and shorten its lease by the wait (to nothing, if the wait was longer).
+    # The buckets are saved as of that time too, or the tokens of the wait would be
+    # earned again by the next admitter: two bucketfuls of claims started at one instant.
     now = clock.now(using)
+    buckets.catch_up(now)
+    buckets.save()
     rows = _claim(using, picked, worker_id, now, lease_ms, buckets)
     history.open_runs(rows, worker_id, now, using)
     units = [_unit(row) for row in rows]

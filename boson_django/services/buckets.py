@@ -19,6 +19,7 @@ class Buckets:
         self.now = now
         self.loaded: dict[str, BucketState | None] = {}
         self.busy: set[str] = set()
+        self.taken: dict[str, float] = {}
 
     def load(self, names: set[str], *, wait: bool = True) -> None:
         """Lock (PostgreSQL: FOR UPDATE, in name order) and refill the named buckets.
@@ -50,7 +51,21 @@ class Buckets:
         if name in self.busy:
             return False
         state = self.loaded.get(name) if name else None
-        return True if state is None else state.try_take(weight)
+        if state is None:
+            return True
+        if not state.try_take(weight):
+            return False
+        self.taken[name] = self.taken.get(name, 0.0) + weight  # type: ignore[index]
+        return True
+
+    def catch_up(self, now: datetime) -> None:
+        """The takes were decided at ``self.now``, their claims start at the later ``now``:
+        save the buckets as if decided then, so the next admitter at ``now`` does not
+        earn the tokens of the time between again (see :meth:`BucketState.catch_up`)."""
+        for name, state in self.loaded.items():
+            if state is not None:
+                state.catch_up(now, self.taken.get(name, 0.0))
+        self.now = now
 
     def give(self, name: str | None, tokens: float) -> None:
         """Refund (or, negative, charge more); never above capacity."""

@@ -10,13 +10,15 @@ job held at once) and its lease was shortened by the wait.
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from datetime import timedelta
 
 import pytest
 from django.db import connection, transaction
 
 from boson_django import services
-from boson_django.models import Bucket, Job
+from boson_django.models import Bucket, Job, Run
+from tests.concurrency.support import row_locked_elsewhere
 from tests.factories import NOOP, envelope
 
 LEASE_MS = 100
@@ -77,3 +79,34 @@ def test_a_job_reclaimed_while_admission_waits_is_claimed_at_the_time_after_the_
     assert row.lease_expires_at == live_clock.now() + timedelta(milliseconds=LEASE_MS)  # not expired at birth
     problems = services.find_problems()
     assert not problems, [str(p) for p in problems]
+
+
+@pytest.mark.postgres
+def test_a_bucket_admits_no_more_than_its_capacity_at_the_instant_its_claims_are_stamped(live_clock):
+    """The bucket is refilled at the time read before the wait, the claims stamped at the
+    time after it. Saved as of the earlier time, the bucket earned the wait's tokens again
+    for the next admitter: both admissions' runs started at one instant, twice the burst."""
+    services.set_rate_limit("mail", limit=5, window_ms=1_000, burst=5)
+    services.set_task_config(NOOP, max_active=100)  # a cap to wait for after the bucket
+    services.enqueue([envelope(NOOP, queue="mail", rate_class="mail") for _ in range(12)])
+    admitted: list = []
+
+    def admit() -> None:
+        try:
+            admitted.extend(services.admit("w-slow", ["mail"], 12))
+        finally:
+            connection.close()
+
+    admitter = threading.Thread(target=admit)
+    with row_locked_elsewhere("boson_task_config", "task", NOOP):
+        admitter.start()
+        _wait_until_someone_waits_for_a_lock()  # bucket refilled and taken from: waits for the cap
+        live_clock.advance(1_000)
+    admitter.join(30)
+
+    assert len(admitted) == 5
+    assert services.admit("w-next", ["mail"], 12) == [], "the bucket earned the wait's tokens twice"
+    live_clock.advance(1_000)
+    assert len(services.admit("w-next", ["mail"], 12)) == 5
+    stamps = Counter(run.started_at for run in Run.objects.filter(queue="mail"))
+    assert max(stamps.values()) <= 5, stamps
