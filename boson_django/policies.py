@@ -47,24 +47,16 @@ class BucketState:
     def capacity(self) -> int:
         return self.burst or self.limit
 
-    def refill(self, now: datetime) -> None:
-        """Add the tokens earned since ``refilled_at`` at ``limit`` per ``window_ms``."""
+    def refill(self, now: datetime, *, spent: float = 0.0) -> None:
+        """Add the tokens earned since ``refilled_at`` at ``limit`` per ``window_ms``, up to
+        the capacity less ``spent``: tokens taken by a decision made at ``refilled_at``
+        that is moved to the later ``now`` (:meth:`Buckets.catch_up`). Refilled up to the
+        whole capacity instead, the next taker at ``now`` would earn again the tokens those
+        takes used: twice the capacity at one instant."""
         elapsed_ms = (now - self.refilled_at).total_seconds() * 1000
         if elapsed_ms > 0 and self.window_ms > 0:
             earned = elapsed_ms * self.limit / self.window_ms
-            self.tokens = min(float(self.capacity), self.tokens + earned)
-        if now > self.refilled_at:
-            self.refilled_at = now
-
-    def catch_up(self, now: datetime, taken: float) -> None:
-        """Move a decision made at ``refilled_at`` that took ``taken`` tokens to the later
-        ``now``: the state is the one the same takes would have left at ``now``. Refilled
-        without regard to them, the bucket would earn, for the next taker at ``now``, the
-        tokens these takes already used up to the capacity: twice the capacity at once."""
-        elapsed_ms = (now - self.refilled_at).total_seconds() * 1000
-        if elapsed_ms > 0 and self.window_ms > 0:
-            earned = elapsed_ms * self.limit / self.window_ms
-            self.tokens = min(float(self.capacity) - taken, self.tokens + earned)
+            self.tokens = min(float(self.capacity) - spent, self.tokens + earned)
         if now > self.refilled_at:
             self.refilled_at = now
 

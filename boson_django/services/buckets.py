@@ -61,10 +61,10 @@ class Buckets:
     def catch_up(self, now: datetime) -> None:
         """The takes were decided at ``self.now``, their claims start at the later ``now``:
         save the buckets as if decided then, so the next admitter at ``now`` does not
-        earn the tokens of the time between again (see :meth:`BucketState.catch_up`)."""
+        earn the tokens of the time between again (see :meth:`BucketState.refill`)."""
         for name, state in self.loaded.items():
             if state is not None:
-                state.catch_up(now, self.taken.get(name, 0.0))
+                state.refill(now, spent=self.taken.get(name, 0.0))
         self.now = now
 
     def give(self, name: str | None, tokens: float) -> None:
