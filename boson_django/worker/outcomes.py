@@ -48,6 +48,9 @@ class Control(Exception):
     """Base of the exceptions that end a handler with a chosen outcome (not an error)."""
 
     outcome: Outcome = Outcome.RETRY
+    #: Recorded when the handler gives no reason, after the class's path (as an error's
+    #: first line reads); None records the reason alone, or nothing.
+    unexplained: str | None = None
 
     def __init__(self, delay_ms: int | None = None, reason: str = ""):
         super().__init__(reason or self.__class__.__name__)
@@ -55,7 +58,10 @@ class Control(Exception):
         self.reason = reason
 
     def finish(self) -> Finish:
-        return Finish(self.outcome, error=self.reason or None, delay_ms=self.delay_ms)
+        if self.unexplained is None:
+            return Finish(self.outcome, error=self.reason or None, delay_ms=self.delay_ms)
+        error = f"{_path(type(self))}: {self.reason or self.unexplained}"
+        return Finish(self.outcome, error=error, delay_ms=self.delay_ms)
 
 
 class Snooze(Control):
@@ -74,9 +80,7 @@ class Discard(Control):
     """Give up now without retrying: the job ends ``failed`` with ``reason``."""
 
     outcome = Outcome.DISCARD
-
-    def finish(self) -> Finish:
-        return Finish(self.outcome, error=f"{_path(type(self))}: {self.reason or 'discarded by the handler'}")
+    unexplained = "discarded by the handler"
 
 
 class Retry(Control):
@@ -84,10 +88,7 @@ class Retry(Control):
     spending an attempt; the one that reaches ``max_attempts`` fails the job."""
 
     outcome = Outcome.RETRY
-
-    def finish(self) -> Finish:
-        error = f"{_path(type(self))}: {self.reason or 'retry asked by the handler'}"
-        return Finish(self.outcome, error=error, delay_ms=self.delay_ms)
+    unexplained = "retry asked by the handler"
 
 
 class RateLimited(Control):
