@@ -126,7 +126,7 @@ def _could_exist(result_id: Any) -> bool:
     """Whether ``result_id`` could be a job's id: text enqueue accepts as one. Other text
     (a NUL, a lone surrogate) names no result, and querying it raised the driver's error."""
     try:
-        validation.name(result_id, "id", max_len=64)
+        validation.job_id(result_id)
     except ValueError:
         return False
     return True

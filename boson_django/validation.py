@@ -15,6 +15,8 @@ from boson_django.errors import InvalidEnvelope, UnsupportedType
 PRIORITY_MIN, PRIORITY_MAX = -100, 100
 MAX_NAME = 100
 MAX_KEY = 255
+#: The job table's id column.
+MAX_ID = 64
 #: Durations (fields named ``*_ms``) stay under 100 years, so store time + duration is a datetime.
 MAX_MS = 100 * 365 * 86_400_000
 #: Counts fit the store's 32-bit integer columns.
@@ -79,6 +81,12 @@ def clipped(text: str, limit: int) -> str:
     head = limit // 4
     tail = limit - head - 64  # the marker is shorter than 64 characters
     return f"{text[:head]}\n[... {len(text) - head - tail} characters left out ...]\n{text[-tail:]}"
+
+
+def job_id(value: Any, *, index: int | None = None) -> str:
+    """A job id as enqueue accepts one (and so as a stored job can have): a name of at
+    most ``MAX_ID`` characters."""
+    return name(value, "id", index=index, max_len=MAX_ID)
 
 
 def optional_name(value: Any, field: str, *, index: int | None = None, max_len: int = MAX_NAME) -> str | None:

@@ -272,7 +272,7 @@ class _Checks:
                 values[name] = check(given, index)
         run_at, given_id, fingerprint = env.run_at, env.id, env.fingerprint
         values["run_at"] = None if run_at is None else validation.aware(run_at, "run_at", index=index)
-        values["id"] = ids.new_id() if given_id is None else validation.name(given_id, "id", index=index, max_len=64)
+        values["id"] = ids.new_id() if given_id is None else validation.job_id(given_id, index=index)
         values["fingerprint"] = (
             policy_fingerprint(task, env) if fingerprint is None
             else validation.name(fingerprint, "fingerprint", index=index, max_len=64, key=True)
