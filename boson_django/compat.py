@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import django
+
 try:
     from django.tasks import (  # type: ignore[import-not-found,unused-ignore]
         DEFAULT_TASK_QUEUE_NAME,
@@ -80,13 +82,7 @@ def refuse_django_6_0(version: tuple) -> None:
         )
 
 
-def _check_django_version() -> None:
-    import django
-
-    refuse_django_6_0(django.VERSION)
-
-
-_check_django_version()
+refuse_django_6_0(django.VERSION)
 
 __all__ = [
     "DEFAULT_TASK_QUEUE_NAME",
