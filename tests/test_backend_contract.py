@@ -19,12 +19,10 @@ from boson_django.compat import (
     TaskResultStatus,
     task,
     task_backends,
-    task_enqueued,
-    task_finished,
-    task_started,
 )
 from boson_django.testing import run_until_idle
 from tests.testapp import contract_tasks
+from tests.signals import SignalLog
 from tests.testapp.tasks import add, async_add, fail, send_mail
 
 try:
@@ -40,28 +38,10 @@ def _clear_seen():
     contract_tasks.SEEN.clear()
 
 
-class Heard:
-    """Records every task signal: (signal name, sender, status, id, n errors)."""
-
-    def __init__(self):
-        self.events = []
-
-    def _make(self, name):
-        def receiver(sender, task_result, **kwargs):
-            self.events.append((name, sender, task_result.status, task_result.id, len(task_result.errors),
-                                task_result.finished_at))
-        return receiver
-
-    def __enter__(self):
-        self.receivers = [(s, self._make(n)) for s, n in
-                          ((task_enqueued, "enqueued"), (task_started, "started"), (task_finished, "finished"))]
-        for signal, receiver in self.receivers:
-            signal.connect(receiver)
-        return self
-
-    def __exit__(self, *exc):
-        for signal, receiver in self.receivers:
-            signal.disconnect(receiver)
+def _heard(name, sender, result):
+    """A task signal as the contract tests compare it: (signal name, sender, status, id,
+    n errors, finished_at)."""
+    return (name, sender, result.status, result.id, len(result.errors), result.finished_at)
 
 
 # -- backend flags and validate_task -------------------------------------------------------
@@ -244,7 +224,7 @@ def test_async_task_runs_with_context(store_clock):
 
 
 def test_signals_of_a_successful_task(store_clock):
-    with Heard() as heard:
+    with SignalLog(_heard) as heard:
         result = add.enqueue(1, 2)
         run_until_idle()
     assert [(e[0], e[1], e[2], e[3]) for e in heard.events] == [
@@ -256,7 +236,7 @@ def test_signals_of_a_successful_task(store_clock):
 
 
 def test_a_failing_task_still_sends_task_finished_failed(store_clock):
-    with Heard() as heard:
+    with SignalLog(_heard) as heard:
         result = fail.using(max_attempts=1).enqueue("x")
         run_until_idle()
     assert [(e[0], e[2], e[4]) for e in heard.events] == [
@@ -312,7 +292,7 @@ TWO_BACKENDS = {
 
 def test_using_another_backend_alias(store_clock):
     with override_settings(TASKS=TWO_BACKENDS):
-        with Heard() as heard:
+        with SignalLog(_heard) as heard:
             result = add.using(backend="other").enqueue(5, 6)
             assert result.backend == "other"
             assert result.task.backend == "other"

@@ -19,40 +19,19 @@ from boson_django.backend import BosonBackend
 from boson_django.compat import (
     TaskResultDoesNotExist,
     TaskResultStatus,
-    task_enqueued,
-    task_finished,
-    task_started,
     tasks_logger,
 )
 from tests.conftest import EPOCH
 from tests.testapp import contract_tasks
 from tests.testapp.tasks import add, async_add, chooses, ephemeral, exits, fail, noop, returns_set
+from tests.signals import SignalLog
 from tests.worker.conftest import burst
 
 
-class Signals:
-    """Records every task signal as (name, sender, status, id, started_at, finished_at,
-    the exception active while it was sent)."""
-
-    def __init__(self):
-        self.events = []
-
-    def _receiver(self, name):
-        def receiver(sender, task_result, **kwargs):
-            self.events.append((name, sender, task_result.status, task_result.id, task_result.started_at,
-                                task_result.finished_at, sys.exc_info()[0]))
-        return receiver
-
-    def __enter__(self):
-        self.connected = [(signal, self._receiver(name)) for signal, name in
-                          ((task_enqueued, "enqueued"), (task_started, "started"), (task_finished, "finished"))]
-        for signal, receiver in self.connected:
-            signal.connect(receiver)
-        return self
-
-    def __exit__(self, *exc):
-        for signal, receiver in self.connected:
-            signal.disconnect(receiver)
+def _heard(name, sender, result):
+    """A task signal as these tests compare it: (name, sender, status, id, started_at,
+    finished_at, the exception active while it was sent)."""
+    return (name, sender, result.status, result.id, result.started_at, result.finished_at, sys.exc_info()[0])
 
 
 @pytest.fixture(autouse=True)
@@ -124,7 +103,7 @@ def test_a_task_and_its_result_pickle(live_clock):
 
 
 def test_signals_of_a_successful_task_from_the_worker(live_clock):
-    with Signals() as heard:
+    with SignalLog(_heard) as heard:
         result = add.enqueue(1, 2)
         burst()
     assert [e[:4] for e in heard.events] == [
@@ -139,7 +118,7 @@ def test_a_job_deleted_at_its_ack_finishes_on_the_store_clock(live_clock):
     """``retention_ms=0``: the job is gone when ``task_finished`` is sent; the result it
     carries says when it finished by the store clock, as every other result does (the
     worker's own clock put it years before it started, under a frozen store clock)."""
-    with Signals() as heard:
+    with SignalLog(_heard) as heard:
         ephemeral.enqueue()
         burst()
     assert [(e[0], e[2], e[4], e[5]) for e in heard.events[1:]] == [
@@ -151,7 +130,7 @@ def test_a_job_deleted_at_its_ack_finishes_on_the_store_clock(live_clock):
 def test_a_job_deleted_at_its_ack_finishes_on_the_store_clock_inline(store_clock):
     from boson_django.testing import run_until_idle
 
-    with Signals() as heard:
+    with SignalLog(_heard) as heard:
         ephemeral.enqueue()
         run_until_idle()
     assert [(e[0], e[5]) for e in heard.events] == [("enqueued", None), ("started", None), ("finished", EPOCH)]
@@ -161,7 +140,7 @@ def test_task_finished_of_a_failure_is_sent_with_its_exception_active(live_clock
     """Django's backends send ``task_finished`` for a failure inside the ``except`` that
     caught it, and its logging receiver attaches that exception (what error monitoring
     reads); a success is sent with none."""
-    with Signals() as heard:
+    with SignalLog(_heard) as heard:
         fail.using(max_attempts=1).enqueue("boom")
         add.enqueue(1, 2)
         burst()

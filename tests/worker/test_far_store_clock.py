@@ -14,9 +14,9 @@ from datetime import datetime, timedelta, timezone
 from django.core.management import call_command
 
 from boson_django import conf, services
-from boson_django.compat import task_finished
 from boson_django.models import Schedule
 from boson_django.schedules import scheduler
+from tests.signals import finished_results
 from tests.testapp.tasks import add, chooses, ephemeral, fail, noop, send_mail
 from tests.worker.conftest import Proc, burst, job, state
 
@@ -148,17 +148,9 @@ def test_a_finished_job_is_evicted_when_its_retention_passes_on_the_store_clock(
 def test_a_job_deleted_at_its_ack_is_reported_finished_at_store_time(far_clock):
     """retention_ms=0: the row is gone when ``task_finished`` is sent, so its result is
     built from the started one; it finished at the ack's store time, not the worker's."""
-    heard = []
-
-    def receiver(sender, task_result, **kwargs):
-        heard.append(task_result)
-
-    task_finished.connect(receiver)
-    try:
+    with finished_results() as heard:
         result = ephemeral.enqueue()
         burst()
-    finally:
-        task_finished.disconnect(receiver)
     (finished,) = [r for r in heard if r.id == result.id]
     assert services.job_state(result.id) is None
     assert finished.started_at == finished.finished_at == far_clock.now()

@@ -44,20 +44,12 @@ def test_boson_clock_fixture(boson_clock):  # noqa: F811
 def test_run_until_idle_reports_a_job_deleted_at_its_ack_finished_at_store_time(store_clock):
     """``task_finished`` of a job with retention 0 (its row gone by then) says it finished
     at store time, as its start does, not at the test process's own time."""
-    from boson_django.compat import task_finished
+    from tests.signals import finished_results
     from tests.testapp.tasks import ephemeral
 
-    heard = []
-
-    def receiver(sender, task_result, **kwargs):
-        heard.append(task_result)
-
-    task_finished.connect(receiver)
-    try:
+    with finished_results() as heard:
         result = ephemeral.enqueue()
         assert run_until_idle() == 1
-    finally:
-        task_finished.disconnect(receiver)
     (finished,) = [r for r in heard if r.id == result.id]
     assert finished.started_at == finished.finished_at == store_clock.now()
 
