@@ -15,6 +15,8 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
+from boson_django.durations import duration
+
 STATE_COLOURS = {
     "scheduled": "#6b7fa3", "available": "#2f7ebc", "running": "#8a5cc7", "retryable": "#c58b00",
     "completed": "#3b9a5b", "skipped": "#7d8a96", "failed": "#d0443e", "cancelled": "#9a6b4f",
@@ -38,22 +40,6 @@ def pretty_json(value: Any) -> str:
 
 def pre(text: str) -> str:
     return format_html('<pre class="boson-pre">{}</pre>', text) if text else "—"
-
-
-def duration(delta: timedelta) -> str:
-    """``3d 4h``, ``5m 02s``, ``850 ms``: two units at most."""
-    ms = abs(delta.total_seconds()) * 1000
-    if ms < 1000:
-        return f"{ms:.0f} ms"
-    s = int(ms // 1000)
-    d, s = divmod(s, 86400)
-    h, s = divmod(s, 3600)
-    m, s = divmod(s, 60)
-    if d:
-        return f"{d}d {h}h"
-    if h:
-        return f"{h}h {m:02d}m"
-    return f"{m}m {s:02d}s" if m else f"{s}s"
 
 
 def number(value: float) -> str:

@@ -35,7 +35,7 @@ def test_status_shows_queues_by_state_leases_duties_and_the_oldest_waiting_job(l
     assert "running leases: 1" in text and unit.lease.job_id in text and "expired" in text
     assert "boson.promote: free" in text
     assert "quarantined: 0" in text
-    assert f"oldest waiting job: {mail.id} tests.testapp.tasks.noop on mail, due 1.5m ago" in text
+    assert f"oldest waiting job: {mail.id} tests.testapp.tasks.noop on mail, due 1m 30s ago" in text
     assert waiting.id == unit.lease.job_id and state(later.id) == "available"
 
 

@@ -13,6 +13,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.db.models import Count
 
 from boson_django import clock
+from boson_django.durations import duration
 from boson_django.management import arguments
 from boson_django.management.store import checked_alias
 from boson_django.models import Duty, Job, Queue
@@ -20,18 +21,6 @@ from boson_django.states import JobState
 
 STATES = [s.value for s in JobState]
 WAITING = [JobState.AVAILABLE.value, JobState.SCHEDULED.value, JobState.RETRYABLE.value]
-
-
-def _age(now: datetime, then: datetime | None) -> str:
-    if then is None:
-        return "-"
-    seconds = (now - then).total_seconds()
-    sign = "-" if seconds < 0 else ""
-    seconds = abs(seconds)
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{sign}{seconds / size:.1f}{unit}"
-    return f"{sign}{seconds:.1f}s"
 
 
 class Command(BaseCommand):
@@ -72,14 +61,14 @@ class Command(BaseCommand):
         self.stdout.write(f"\nrunning leases: {total}")
         for job in running.values("id", "task", "lease_holder", "fence", "lease_expires_at")[:limit]:
             expiry = job["lease_expires_at"]
-            left = "expired" if expiry is None or expiry <= now else f"expires in {_age(expiry, now)}"
+            left = "expired" if expiry is None or expiry <= now else f"expires in {duration(expiry - now)}"
             self.stdout.write(f"  {job['id']}  {job['task']}  holder={job['lease_holder']}  fence={job['fence']}  {left}")
 
     def _duties(self, using: str, now: datetime) -> None:
         self.stdout.write("\nduties:")
         duties = list(Duty.objects.using(using).order_by("name"))
         for duty in duties:
-            state = f"held by {duty.holder}, expires in {_age(duty.expires_at, now)}" if duty.expires_at > now else "free"
+            state = f"held by {duty.holder}, expires in {duration(duty.expires_at - now)}" if duty.expires_at > now else "free"
             self.stdout.write(f"  {duty.name}: {state}")
         if not duties:
             self.stdout.write("  (none claimed yet)")
@@ -93,5 +82,5 @@ class Command(BaseCommand):
             self.stdout.write("oldest waiting job: none due")
         else:
             self.stdout.write(
-                f"oldest waiting job: {oldest['id']} {oldest['task']} on {oldest['queue']}, due {_age(now, oldest['run_at'])} ago"
+                f"oldest waiting job: {oldest['id']} {oldest['task']} on {oldest['queue']}, due {duration(now - oldest['run_at'])} ago"
             )
