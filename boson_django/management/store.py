@@ -26,9 +26,23 @@ def checked_alias(using: str | None) -> str:
     except DatabaseError:
         return alias
     missing = [migration.name for migration, _ in plan if migration.app_label == "boson_django"]
+    if missing and _in_memory(alias):
+        name = connections[alias].settings_dict["NAME"]
+        raise CommandError(
+            f"database {alias!r} is an in-memory SQLite database ({name}), which no other process "
+            "shares: this command sees an empty store. Give it a database file; for a worker started "
+            f"by a test, name one in DATABASES[{alias!r}]['TEST']['NAME'] (docs/testing.md)"
+        )
     if missing:
         raise CommandError(
             f"database {alias!r} lacks boson_django's migrations {', '.join(missing)}: "
             f"run `manage.py migrate --database {alias}` first"
         )
     return alias
+
+
+def _in_memory(alias: str) -> bool:
+    """Whether ``alias`` is an in-memory SQLite database (``:memory:``, or the
+    ``mode=memory`` URI Django's test runner gives SQLite without a ``TEST`` name)."""
+    connection = connections[alias]
+    return connection.vendor == "sqlite" and connection.is_in_memory_db()

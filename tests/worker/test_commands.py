@@ -129,3 +129,24 @@ def test_a_command_on_a_database_without_the_migrations_says_to_migrate(tmp_path
     assert "database 'default' lacks boson_django's migrations 0001_initial" in done.stderr
     assert "run `manage.py migrate --database default` first" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("name", [":memory:", "file:memorydb_default?mode=memory&cache=shared"])
+def test_a_command_on_an_in_memory_sqlite_database_says_to_use_a_file(tmp_path, name):
+    """A worker a test starts on its runner's in-memory database (SQLite without a
+    ``TEST`` name) opens an empty one of its own: the error says so, not "migrate"."""
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    env = dict(os.environ, DJANGO_SETTINGS_MODULE="tests.settings", PYTHONPATH=str(root), BOSON_TEST_DB="sqlite",
+               BOSON_SQLITE_PATH=name)
+    done = subprocess.run([sys.executable, "-m", "django", "boson_worker", "--burst"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1, done.stderr
+    assert "database 'default' is an in-memory SQLite database" in done.stderr
+    assert "['TEST']['NAME']" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert os.listdir(tmp_path) == []  # no file named after the URI was left behind
