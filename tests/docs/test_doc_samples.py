@@ -8,6 +8,11 @@ installed test app, so tasks they define are registered and runnable). Then:
   clock frozen) or ``db`` as its arguments, each on the store as it was before the page
   ran (savepoints) -- so testing examples really run, as they would in a fresh suite.
 
+The pages' tasks live in ``shop/tasks.py`` and their tests import them from there
+(``from shop.tasks import charge_card``): ``shop`` and ``shop.tasks`` are the page's module
+while its blocks run, and ``BASE_DIR`` is defined, as in a settings module that
+``startproject`` made.
+
 On Django 5.2 ``from django.tasks import`` becomes ``from django_tasks import`` (the
 backport the docs name for that version); nothing else is rewritten.
 """
@@ -18,6 +23,7 @@ import inspect
 import pathlib
 import re
 import sys
+import tempfile
 import types
 
 import pytest
@@ -48,6 +54,16 @@ def _module(page: pathlib.Path) -> types.ModuleType:
     module = types.ModuleType(name)
     sys.modules[name] = module
     return module
+
+
+def _as_shop_tasks(module: types.ModuleType) -> list[str]:
+    """Makes ``from shop.tasks import ...`` import from the page's module; the names to pop."""
+    shop = types.ModuleType("shop")
+    shop.__path__ = []
+    shop.tasks = module  # type: ignore[attr-defined]
+    assert "shop" not in sys.modules, "a module named shop is importable: the pages' `from shop.tasks` would import it"
+    sys.modules["shop"], sys.modules["shop.tasks"] = shop, module
+    return ["shop", "shop.tasks"]
 
 
 def _savepoint() -> str:
@@ -85,6 +101,8 @@ def test_pages_have_samples():
 def test_python_samples_run(page, db):
     module = _module(page)
     namespace = module.__dict__
+    aliases = _as_shop_tasks(module)
+    namespace["BASE_DIR"] = pathlib.Path(tempfile.gettempdir())
     savepoint = _savepoint()
     try:
         for number, code in enumerate(blocks(page), 1):
@@ -96,4 +114,5 @@ def test_python_samples_run(page, db):
         transaction.savepoint_rollback(savepoint)  # the page's tests start from an empty store
         _call_tests(namespace)
     finally:
-        sys.modules.pop(module.__name__, None)
+        for name in [module.__name__, *aliases]:
+            sys.modules.pop(name, None)
