@@ -98,6 +98,20 @@ def is_registered(name: str) -> bool:
     return get(name) is not None
 
 
+def outside_apps(name: str) -> str | None:
+    """Why a task this process defined is not registered, when that is the reason: its
+    module is in no installed app and not in ``TASK_MODULES`` (the app left out of
+    ``INSTALLED_APPS``, or the task defined in a test module). None otherwise."""
+    found = _tasks.get(name)
+    if found is None or _allowed_module(found.func.__module__):
+        return None
+    return (
+        f"it is defined in module {found.func.__module__!r}, which is in no installed app and not in "
+        "BOSON['TASK_MODULES']: add its app to INSTALLED_APPS, or define the task in an installed app's "
+        "`tasks` module"
+    )
+
+
 def defaults_for(name: str) -> dict[str, Any]:
     """The boson policy the task declared in code (``@task(max_attempts=...)``)."""
     found = get(name)

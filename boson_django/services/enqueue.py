@@ -283,12 +283,11 @@ class _Checks:
     def _task(self, task: Any, index: int) -> str:
         task = validation.name(task, "task", index=index, max_len=255)
         if not registry.is_registered(task):
-            raise InvalidEnvelope(
-                "task",
-                f"unknown task {task!r}: not a registered task (a task runs only if it is defined in an "
-                "installed app's `tasks` module, or in a module it imports, or in BOSON['TASK_MODULES'])",
-                index=index,
+            why = registry.outside_apps(task) or (
+                "a task runs only if it is defined in an installed app's `tasks` module, or in a module it "
+                "imports, or in BOSON['TASK_MODULES']"
             )
+            raise InvalidEnvelope("task", f"unknown task {task!r}: not a registered task ({why})", index=index)
         self._registered.add(task)
         return task
 
