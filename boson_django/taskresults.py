@@ -35,7 +35,7 @@ from boson_django.compat import (
     tasks_logger,
 )
 from boson_django.models import Job, JobData, Run
-from boson_django.states import ATTEMPT_SPENDING, JobState
+from boson_django.states import ATTEMPT_SPENDING, JobState, Outcome
 
 STATUS = {
     JobState.SCHEDULED: TaskResultStatus.READY,
@@ -52,6 +52,9 @@ _SPENDING = {o.value for o in ATTEMPT_SPENDING}
 #: The records of an operator's retry and release: kept with the job's attempts, but
 #: nothing was raised, so they are no ``TaskError``.
 _OPERATOR_ACTIONS = frozenset({"retried", "unquarantined"})
+#: Records whose text is no error: an operator's action, and a skip's reason (the job
+#: ended ``skipped``, SUCCESSFUL).
+_NOT_ERRORS = _OPERATOR_ACTIONS | {Outcome.SKIP.value}
 
 
 def task_error(text: str) -> TaskError:
@@ -82,7 +85,7 @@ def build_result(job_id: str, backend_alias: str, *, using: str) -> Any | None:
     )
     worker_ids = [w for w, outcome, _, finished, _ in runs if finished is None or outcome in _SPENDING]
     errors = [task_error(err) for _, outcome, err, _, recorded in runs
-              if recorded and err and outcome not in _OPERATOR_ACTIONS]
+              if recorded and err and outcome not in _NOT_ERRORS]
     if job.state in (JobState.CANCELLED.value, JobState.QUARANTINED.value) and not errors:
         errors.append(task_error(job.last_error))
     task = task_as_stored(job.task, job.queue, job.priority, job.run_at, job.enqueued_at, backend_alias)

@@ -141,3 +141,15 @@ def test_each_attempt_sends_started_and_finished_a_retried_one_finishing_ready(s
         (TaskResultStatus.RUNNING, 0), (TaskResultStatus.READY, 1),
         (TaskResultStatus.RUNNING, 1), (TaskResultStatus.FAILED, 2),
     ]
+
+
+def test_a_skipped_job_has_no_errors(store_clock):
+    """A skip ends the job SUCCESSFUL: its reason is kept with the attempt (the admin,
+    ``services.errors``) but is no error (it read as a ``builtins.nothing`` exception
+    whose ``exception_class`` raised ImportError)."""
+    result = chooses.enqueue("skip")
+    run_until_idle()
+    result.refresh()
+    assert result.status == TaskResultStatus.SUCCESSFUL
+    assert result.errors == []
+    assert [record.error for record in services.errors(result.id)] == ["nothing to do"]
