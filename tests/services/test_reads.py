@@ -141,3 +141,11 @@ def test_task_run_stats_leave_out_the_records_of_events_that_ran_no_handler(stor
     stats = services.task_run_stats(NOOP)
     assert stats["runs"] == 2 and stats["outcomes"] == {"success": 1, "retry": 1}
     assert (stats["p50_ms"], stats["p95_ms"]) == (40.0, 60.0)
+
+
+def test_percentiles_are_the_run_times_in_milliseconds_without_float_noise(store_clock):
+    """A run of 572 microseconds is 0.572 ms (``total_seconds() * 1000`` said
+    0.5720000000000001, which the docs and the admin then showed)."""
+    _run(store_clock, 0.572, Outcome.SUCCESS)
+    stats = services.task_run_stats(NOOP)
+    assert (stats["p50_ms"], stats["p95_ms"]) == (0.572, 0.572)
