@@ -122,6 +122,19 @@ def test_a_kwarg_json_cannot_hold_is_a_type_error_naming_kwargs(store_clock):
     assert not Job.objects.exists()
 
 
+@pytest.mark.parametrize("call", ["task", "services"])
+def test_an_error_of_a_single_enqueue_names_the_field_without_a_batch_index(store_clock, call):
+    """``task.enqueue(...)`` never saw a list: ``args: ...``, not ``envelope[0].args: ...``
+    (a batch of one through the service reads the same)."""
+    with pytest.raises(InvalidEnvelope) as raised:
+        if call == "task":
+            add.enqueue(float("nan"), 2)
+        else:
+            services.enqueue([services.Envelope(task=add.module_path, args=[float("nan"), 2])])
+    assert str(raised.value).startswith("args: ") and raised.value.index is None
+    assert not Job.objects.exists()
+
+
 def test_task_enqueued_is_sent_once_per_enqueue_with_its_result(store_clock):
     """Django's ``task_enqueued``: sender the backend class, the result the caller gets;
     a duplicate of a unique key still answers the call, with the holder's result."""

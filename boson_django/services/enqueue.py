@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from django.db import IntegrityError
 
@@ -126,12 +126,12 @@ def _enqueue_alone(env: Envelope, unique: bool, using: str, connection: Any) -> 
     its check (the TaskConfig row may override it) -- to the transactional path.
     """
     channel = wakeups.channel(connection)
-    checked = _Checks().check(env, 0)
+    checked = _Checks().check(env, None)
     task = checked["task"]
     assumed: dict[str, Any] | None = None
     for _ in range(_CONFIG_TRIES):
         try:
-            values = _Policies({} if assumed is None else {task: assumed}).resolve(checked, 0, unique)
+            values = _Policies({} if assumed is None else {task: assumed}).resolve(checked, None, unique)
         except InvalidEnvelope:
             if assumed is None:
                 return None  # a default failing its check may be one the TaskConfig row overrides
@@ -163,19 +163,19 @@ def _enqueue(batch: list[Envelope], *, unique: bool, using: str) -> tuple[list[E
     if _db.is_postgres(connection) and len(batch) >= COPY_FROM:
         return _enqueue_copied(batch, unique, connection, using)
     checks = _Checks()
-    checked = [checks.check(env, i) for i, env in enumerate(batch)]
+    checked = [checks.check(env, i) for i, env in _numbered(batch)]
     tasks = {values["task"] for values in checked}
     parked: Mapping[str, Any]  # fingerprint -> what holds it in quarantine
     if _db.is_postgres(connection):  # one round trip for what SQLite reads in four queries
         fingerprints = {values["fingerprint"] for values in checked}
         pre = enqueue_pg.preflight(connection, tasks, fingerprints, _explicit_ids(batch))
         fill = _Policies(pre.configs)
-        rows = [fill.resolve(values, i, unique) for i, values in enumerate(checked)]
+        rows = [fill.resolve(values, i, unique) for i, values in _numbered(checked)]
         _refuse_duplicate_ids(rows, using, pre.existing_id)
         now, parked = pre.now, pre.parked
     else:
         fill = _Policies(config.task_configs(tasks, using))
-        rows = [fill.resolve(values, i, unique) for i, values in enumerate(checked)]
+        rows = [fill.resolve(values, i, unique) for i, values in _numbered(checked)]
         _refuse_duplicate_ids(rows, using)
         now = clock.now(using)
         parked = _quarantined(rows, using)
@@ -228,7 +228,7 @@ def _keyless(
     raise once the stream ends)."""
     checks, fill = _Checks(), _Policies(pre.configs)
     seen: set[str] = set()
-    for i, env in enumerate(batch):
+    for i, env in _numbered(batch):
         values = fill.resolve(checks.check(env, i), i, unique)
         values["state"] = _initial_state(values, pre.now, {}).value
         values["enqueued_at"] = pre.now
@@ -258,7 +258,7 @@ class _Checks:
         self._registered: set[str] = set()
         self._limit = conf.get().MAX_PAYLOAD_BYTES
 
-    def check(self, env: Any, index: int) -> dict[str, Any]:
+    def check(self, env: Any, index: int | None) -> dict[str, Any]:
         """The envelope's own fields, validated; the policy fields it gives (not None)."""
         if not isinstance(env, Envelope):
             raise InvalidEnvelope("envelope", f"must be an Envelope, got {type(env).__name__}", index=index)
@@ -280,7 +280,7 @@ class _Checks:
         values.update(_FRESH)
         return values
 
-    def _task(self, task: Any, index: int) -> str:
+    def _task(self, task: Any, index: int | None) -> str:
         task = validation.name(task, "task", index=index, max_len=255)
         if not registry.is_registered(task):
             why = registry.outside_apps(task) or (
@@ -306,7 +306,7 @@ class _Policies:
     configs: dict[str, dict[str, Any]]
     _defaults: dict[str, tuple[dict[str, Any], dict[str, Any]]] = field(default_factory=dict)
 
-    def resolve(self, values: dict[str, Any], index: int, unique: bool) -> dict[str, Any]:
+    def resolve(self, values: dict[str, Any], index: int | None, unique: bool) -> dict[str, Any]:
         """A new row: ``values`` over the task's defaults."""
         valid, invalid = self._defaults.get(values["task"]) or self._resolve(values["task"])
         for name in invalid.keys() - values.keys() if invalid else ():
@@ -356,7 +356,20 @@ def _checked_defaults(base: dict[str, Any]) -> tuple[dict[str, Any], dict[str, A
     return valid, invalid
 
 
-def _payload(env: Envelope, limit: int, index: int) -> dict[str, str]:
+_T = TypeVar("_T")
+
+
+def _numbered(items: Sequence[_T]) -> Iterator[tuple[int | None, _T]]:
+    """Each item with the index an error names it by: none for a batch of one, so that
+    ``task.enqueue(...)``, which never saw a list, is told ``args: ...``, not
+    ``envelope[0].args: ...``."""
+    if len(items) == 1:
+        yield None, items[0]
+    else:
+        yield from enumerate(items)
+
+
+def _payload(env: Envelope, limit: int, index: int | None) -> dict[str, str]:
     """args, kwargs and meta as JSON text, within ``limit`` (MAX_PAYLOAD_BYTES) together."""
     if not isinstance(env.args, (list, tuple)):
         raise InvalidEnvelope("args", f"must be a list, got {type(env.args).__name__}", index=index)
