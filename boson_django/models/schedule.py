@@ -2,6 +2,8 @@ from __future__ import annotations
 
 from django.db import models
 
+from boson_django.schedules.spec import MAX_CRON, MAX_NAME, MAX_TASK
+
 MISSED_CHOICES = [("run_once", "Run the latest missed slot once"), ("skip", "Skip missed slots")]
 
 
@@ -13,9 +15,9 @@ class Schedule(models.Model):
     unique key, not this column.
     """
 
-    name = models.CharField(primary_key=True, max_length=200)
-    task = models.CharField(max_length=255)
-    cron = models.CharField(max_length=120, blank=True, default="")
+    name = models.CharField(primary_key=True, max_length=MAX_NAME)
+    task = models.CharField(max_length=MAX_TASK)
+    cron = models.CharField(max_length=MAX_CRON, blank=True, default="")
     every_ms = models.BigIntegerField(null=True, blank=True)
     timezone = models.CharField(max_length=64, default="UTC")
     missed = models.CharField(max_length=16, choices=MISSED_CHOICES, default="run_once")
@@ -53,7 +55,7 @@ class ScheduleSlot(models.Model):
     """One fired slot. Its unique key (schedule, slot_at) is what makes a slot fire once,
     whichever worker -- current or stale scheduler -- tries."""
 
-    schedule = models.CharField(max_length=200)
+    schedule = models.CharField(max_length=MAX_NAME)
     slot_at = models.DateTimeField()
     job_id = models.CharField(max_length=64)
     fired_at = models.DateTimeField()

@@ -22,6 +22,10 @@ MISSED_POLICIES = (RUN_ONCE, SKIP)
 DEFAULT_GRACE_MS = 60_000
 #: The longest name a schedule row can hold.
 MAX_NAME = 200
+#: The longest cron expression a schedule row can hold (its ``cron`` column).
+MAX_CRON = 120
+#: The longest task path a schedule row (and a job) can hold.
+MAX_TASK = 255
 
 
 @dataclass(frozen=True, eq=False)
@@ -64,8 +68,11 @@ class Schedule:
         validation.whole(self.grace_ms, "grace_ms")
         if self.priority is not None:
             validation.priority(self.priority)
-        for key in ("name", "queue", "task"):
-            validation.optional_name(getattr(self, key), key, max_len=MAX_NAME if key == "name" else 255)
+        # The row's columns bound these: a longer value passed here and then failed the
+        # sync of every schedule on PostgreSQL (a queue is a job's queue: validation.MAX_NAME).
+        validation.optional_name(self.name, "name", max_len=MAX_NAME)
+        validation.optional_name(self.queue, "queue", max_len=validation.MAX_NAME)
+        validation.optional_name(self.task, "task", max_len=MAX_TASK)
 
     @property
     def every_ms(self) -> int | None:
@@ -86,6 +93,8 @@ class Schedule:
 def check_cron(expr: Any) -> str:
     if not isinstance(expr, str) or len(expr.split()) != 5:
         raise ValueError(f"Schedule cron={expr!r}: must be five fields (minute hour day month weekday)")
+    if len(expr) > MAX_CRON:
+        raise ValueError(f"Schedule cron={expr!r}: must be at most {MAX_CRON} characters (use ranges: 0-59)")
     CronSim, CronSimError = cronsim()
     try:
         CronSim(expr, datetime(2000, 1, 1, tzinfo=timezone.utc))

@@ -142,6 +142,9 @@ def test_a_long_outage_is_bounded():
     ({"cron": "* * * * *", "timezone": "Mars/Olympus"}, "IANA"),
     ({"cron": "* * * * *", "missed": "catch_up"}, "run_once, skip"),
     ({"cron": "* * * * *", "args": [object()]}, "args"),
+    # longer than the row's columns: PostgreSQL refused the sync of every schedule
+    ({"cron": ",".join(map(str, range(60))) + " * * * *"}, "at most 120 characters"),
+    ({"cron": "* * * * *", "queue": "q" * 101}, "queue: must be at most 100 characters"),
 ])
 def test_bad_declarations_name_the_field(kwargs, message):
     with pytest.raises(ValueError, match=message.replace("*", r"\*").replace("(", r"\(")):
