@@ -7,7 +7,7 @@ from typing import Any
 
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import ImproperlyConfigured, PermissionDenied
 from django.db.models import DateTimeField, OuterRef, Subquery, Value
 from django.http import Http404, HttpRequest, HttpResponseRedirect
 from django.urls import path, reverse
@@ -46,8 +46,16 @@ class ScheduleAdmin(ReadOnlyAdmin):
         allowed to see the list."""
         if not self.has_view_or_change_permission(request):
             raise PermissionDenied
-        sync_schedules()
+        self._sync(request)
         return super().changelist_view(request, extra_context)
+
+    def _sync(self, request: HttpRequest) -> None:
+        """A declaration the sync refuses (the checks report it; a web server does not run
+        them) shows as an error above the rows as they are, as a worker logs it."""
+        try:
+            sync_schedules()
+        except (ImproperlyConfigured, ValueError) as exc:
+            self.message_user(request, f"Schedules not synced: {exc}", messages.ERROR)
 
     @admin.display(description="when")
     def timing(self, obj: Schedule) -> str:

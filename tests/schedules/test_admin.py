@@ -119,3 +119,29 @@ def test_schedule_operations_write_the_admin_history(admin_client, declared):
     assert list(LogEntry.objects.order_by("id").values_list("object_id", "change_message")) == [
         ("nightly", "Disabled"), ("nightly", f"Ran now: enqueued job {job.id}"),
     ]
+
+
+
+CODE_NIGHTLY = "tests.schedules.tasks.nightly"  # the row name of the schedule declared next to it
+
+
+@pytest.mark.parametrize("extra, message", [
+    ({"broken": {"task": ADD, "cron": "99 * * * *"}}, "Bad minute"),
+    ({CODE_NIGHTLY: {"task": ADD, "cron": "0 4 * * *"}}, "declared twice"),
+])
+def test_a_bad_declaration_does_not_break_the_list(admin_client, declared, settings, extra, message):
+    """The list syncs first; a declaration the sync refuses (the system checks report it,
+    but a web server does not run them) made every view of the list a server error. The
+    list shows the rows as they are, with the sync's error."""
+    import tests.schedules.tasks  # noqa: F401 -- declares CODE_NIGHTLY in code
+
+    sync_schedules()
+    settings.BOSON = {
+        **settings.BOSON, "SCHEDULES": {**settings.BOSON["SCHEDULES"], **extra},
+        "TASK_MODULES": [*settings.BOSON["TASK_MODULES"], "tests.schedules.tasks"],
+    }
+    response = admin_client.get(reverse(CHANGELIST))
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "0 3 * * * (Europe/Paris)" in page, "the rows synced before"
+    assert "Schedules not synced" in page and message in page
