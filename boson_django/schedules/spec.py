@@ -147,7 +147,16 @@ def as_schedules(value: Any) -> tuple[Schedule, ...]:
     if value is None:
         return ()
     items = value if isinstance(value, (list, tuple)) else [value]
-    return tuple(Schedule(cron=item) if isinstance(item, str) else _schedule(item) for item in items)
+    return _named_apart(tuple(Schedule(cron=item) if isinstance(item, str) else _schedule(item) for item in items))
+
+
+def _named_apart(specs: tuple[Schedule, ...]) -> tuple[Schedule, ...]:
+    """Refuse, when the module is imported, two schedules of one task that would share a
+    row name (an unnamed one is named after the task): the sync refuses them all later."""
+    names = [spec.name for spec in specs]
+    if len(set(names)) < len(names):
+        raise ValueError("schedule=: a task with several schedules must give each its own name=")
+    return specs
 
 
 def _schedule(item: Any) -> Schedule:

@@ -9,6 +9,7 @@ import pytest
 
 from boson_django.schedules import Schedule
 from boson_django.schedules.slots import Timing, plan
+from boson_django.schedules.spec import as_schedules
 
 UTC = timezone.utc
 PARIS = ZoneInfo("Europe/Paris")
@@ -149,3 +150,16 @@ def test_a_long_outage_is_bounded():
 def test_bad_declarations_name_the_field(kwargs, message):
     with pytest.raises(ValueError, match=message.replace("*", r"\*").replace("(", r"\(")):
         Schedule(**kwargs)
+
+
+@pytest.mark.parametrize("declared", [
+    ["0 3 * * *", "0 4 * * *"],
+    [Schedule(cron="0 3 * * *"), Schedule(every=timedelta(hours=1))],
+    [Schedule(cron="0 3 * * *", name="twice"), Schedule(cron="0 4 * * *", name="twice")],
+])
+def test_several_schedules_of_one_task_need_their_own_names_at_import(declared):
+    """Both were named after the task: the module imported, and then the sync of every
+    schedule was refused (a worker logged it, the checks said boson.E007)."""
+    with pytest.raises(ValueError, match="its own name="):
+        as_schedules(declared)
+    assert len(as_schedules([Schedule(cron="0 3 * * *"), Schedule(cron="0 4 * * *", name="late")])) == 2
