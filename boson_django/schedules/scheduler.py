@@ -19,7 +19,7 @@ from django.db import DatabaseError, transaction
 
 from boson_django import clock, ids, registry
 from boson_django.backend import unique_key_for
-from boson_django.errors import StoreError
+from boson_django.errors import InvalidEnvelope, StoreError
 from boson_django.schedules import slots
 from boson_django.schedules.declared import sync_schedules, timing_of
 from boson_django.services import _db, wakeups
@@ -131,11 +131,12 @@ def _envelope(row: Any, slot: datetime | None, job_id: str) -> Envelope:
 
 def _unique_key(row: Any) -> str | None:
     """The key ``enqueue()`` of the task gives the schedule's arguments; None for a task
-    that is gone (enqueue then refuses its name)."""
+    that is gone (enqueue then refuses its name). A key function that raises is bad input
+    (``InvalidEnvelope``): the scheduler logs and postpones it, the admin's "run now" says why."""
     try:
         return unique_key_for(registry.get(row.task), row.args, row.kwargs)
     except Exception as exc:  # a schedule that cannot enqueue is logged and postponed, not fatal
-        raise ValueError(f"unique_key of {row.task} failed on the schedule's arguments: {exc!r}") from exc
+        raise InvalidEnvelope("unique_key", f"{row.task}'s failed on the schedule's arguments: {exc!r}") from exc
 
 
 def _record_slot(name: str, slot: datetime, job_id: str, now: datetime, holder: str, using: str) -> bool:

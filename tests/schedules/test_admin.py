@@ -108,6 +108,17 @@ def test_run_now_of_a_schedule_whose_task_is_gone_is_refused_with_a_message(admi
     assert Schedule.objects.get(name="nightly").last_job_id in (None, "")
 
 
+def test_run_now_of_a_schedule_whose_arguments_the_tasks_unique_key_refuses_says_why(admin_client, settings, store_clock):
+    """The task's ``unique_key`` function raising on the schedule's arguments was a server
+    error; the scheduler logs and postpones such a slot, "run now" says why."""
+    settings.BOSON = {**settings.BOSON, "SCHEDULES": {"keyed": {"task": "tests.testapp.tasks.report_for", "cron": "0 3 * * *"}}}
+    sync_schedules()
+    response = admin_client.post(reverse("admin:boson_django_schedule_op", args=["keyed", "run_now"]), follow=True)
+    assert response.status_code == 200
+    assert "nothing enqueued" in response.content.decode() and "missing 1 required positional argument" in response.content.decode()
+    assert not Job.objects.exists()
+
+
 def test_schedule_operations_write_the_admin_history(admin_client, declared):
     from django.contrib.admin.models import LogEntry
 
