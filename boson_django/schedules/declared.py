@@ -70,7 +70,7 @@ def sync_schedules(*, using: str | None = None) -> int:
     """Upsert one row per declared schedule; returns how many rows changed.
 
     Reads the rows first without a lock: when they already say what is declared (every
-    view of the admin's schedule list, every worker start after the first) nothing is
+    view of the admin's schedule list, every pass of the scheduler) nothing is
     locked or written -- on SQLite the locking pass takes the database's write lock.
     """
     from boson_django.models import Schedule as Row

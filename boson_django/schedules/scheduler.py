@@ -29,24 +29,19 @@ from boson_django.services.types import Envelope
 log = logging.getLogger("boson_django.schedules")
 
 DUTY = "boson.schedule"
-_synced: set[str] = set()
+#: The sync error last logged per alias: a refused sync is logged when it starts or changes.
+_refused: dict[str, str] = {}
 
 
 def run_due(limit: int = 100, *, using: str | None = None, holder: str = "") -> int:
-    """The duty's body: sync declarations (once per process, again if the table is empty),
-    then tick every due schedule.
+    """The duty's body: sync the declarations, then tick every due schedule.
 
     Returns how many schedules were looked at (a full batch makes the sweeper call again).
     A schedule that cannot enqueue (its task is gone, say) is logged and moved to its
     next slot, so one broken schedule never stops the others.
     """
     using = _db.alias(using)
-    if using not in _synced or not _has_rows(using):
-        try:
-            sync_schedules(using=using)
-        except (ImproperlyConfigured, ValueError) as exc:  # reported by checks too; keep firing the rows
-            log.error("boson: schedules not synced: %s", exc)
-        _synced.add(using)
+    _sync(using)
     names = due_names(limit, using)
     for name in names:
         try:
@@ -57,12 +52,18 @@ def run_due(limit: int = 100, *, using: str | None = None, holder: str = "") -> 
     return len(names)
 
 
-def _has_rows(using: str) -> bool:
-    """Whether the schedule table holds rows: when a test's rollback or flush removed
-    what this process synced, its next pass syncs again."""
-    from boson_django.models import Schedule
-
-    return Schedule.objects.using(using).exists()
+def _sync(using: str) -> None:
+    """Sync on every pass, not once per process: another process on older code or settings
+    (a web process's admin list in a rolling deploy) may have synced its declarations over
+    these. A sync with nothing to change is one read; a refused one keeps the rows firing."""
+    try:
+        sync_schedules(using=using)
+    except (ImproperlyConfigured, ValueError) as exc:  # reported by checks too
+        if _refused.get(using) != str(exc):
+            log.error("boson: schedules not synced: %s", exc)
+        _refused[using] = str(exc)
+    else:
+        _refused.pop(using, None)
 
 
 def due_names(limit: int, using: str) -> list[str]:
@@ -214,5 +215,5 @@ def set_enabled(name: str, enabled: bool, *, using: str | None = None) -> bool:
 
 
 def forget_sync() -> None:
-    """Make the next :func:`run_due` of this process sync again (tests, reloads)."""
-    _synced.clear()
+    """Forget the refused syncs this process logged, so the next one is logged (tests)."""
+    _refused.clear()

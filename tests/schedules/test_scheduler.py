@@ -99,6 +99,27 @@ def test_each_due_slot_is_enqueued_once_with_its_slot_in_meta(settings, store_cl
     assert (row.last_slot_at, row.last_job_id, row.next_run_at) == (EPOCH + 3 * MINUTE, jobs[-1].id, EPOCH + 4 * MINUTE)
 
 
+def test_the_scheduler_restores_the_declarations_an_older_process_synced_over(settings, store_clock):
+    """A rolling deploy: the workers run the new code, a web process still runs the old one
+    and its admin list syncs the old declarations (the new schedule becomes undeclared).
+    The workers had synced once and never again: it stayed off until they restarted."""
+    _declare(settings, minutely={"task": NOOP, "cron": "* * * * *"})
+    run_due()  # the worker's first pass syncs
+    _declare(settings)
+    sync_schedules()  # the older process, which does not declare it
+    assert Schedule.objects.get(name="minutely").declared is False
+    _declare(settings, minutely={"task": NOOP, "cron": "* * * * *"})  # the worker's declarations again
+    _step_minutes(store_clock, 3)
+    assert [j.meta["slot"] for j in _jobs("minutely")] == [(EPOCH + i * MINUTE).isoformat() for i in (2, 3)]
+
+
+def test_a_refused_sync_is_logged_once_not_every_pass(settings, store_clock, caplog):
+    _declare(settings, minutely={"task": NOOP, "cron": "* * * * *"}, bad={"task": NOOP, "cron": "99 * * * *"})
+    _step_minutes(store_clock, 3)
+    refused = [r for r in caplog.records if r.getMessage().startswith("boson: schedules not synced")]
+    assert len(refused) == 1 and "Bad minute" in refused[0].getMessage()
+
+
 def test_a_stale_scheduler_cannot_enqueue_a_slot_twice(settings, store_clock):
     """A leader that read the schedule, paused past its duty lease, and then fires the slot
     another worker already fired: the (schedule, slot) unique key refuses it."""
@@ -204,18 +225,16 @@ def test_enabling_starts_from_the_next_slot_not_the_ones_switched_off(settings, 
 
 
 def test_a_schedule_whose_task_is_gone_is_postponed_and_others_still_fire(settings, store_clock):
-    _declare(settings, good={"task": NOOP, "cron": "* * * * *"}, bad={"task": NOOP, "cron": "* * * * *"})
+    _declare(settings, good={"task": NOOP, "cron": "* * * * *"}, bad={"task": "tests.testapp.tasks.vanished", "cron": "* * * * *"})
     run_due()  # the worker's first pass syncs the declarations
-    Schedule.objects.filter(name="bad").update(task="tests.testapp.tasks.vanished")
     _step_minutes(store_clock, 2)
     assert len(_jobs("good")) == 2 and _jobs("bad") == []
     assert Schedule.objects.get(name="bad").next_run_at == EPOCH + 3 * MINUTE
 
 
 def test_a_schedule_whose_task_is_gone_says_so_in_the_log(settings, store_clock, caplog):
-    _declare(settings, bad={"task": NOOP, "cron": "* * * * *"})
+    _declare(settings, bad={"task": "tests.testapp.tasks.vanished", "cron": "* * * * *"})
     run_due()
-    Schedule.objects.filter(name="bad").update(task="tests.testapp.tasks.vanished")
     _step_minutes(store_clock, 1)
     (record,) = [r for r in caplog.records if r.name == "boson_django.schedules" and r.levelname == "ERROR"]
     assert record.getMessage().startswith("boson: schedule bad could not enqueue: ")
