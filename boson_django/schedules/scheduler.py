@@ -29,6 +29,8 @@ from boson_django.services.types import Envelope
 log = logging.getLogger("boson_django.schedules")
 
 DUTY = "boson.schedule"
+#: Fired slots kept per schedule (who fired each, which job); older ones are deleted.
+KEEP_SLOTS = 10_000
 #: The sync error last logged per alias: a refused sync is logged when it starts or changes.
 _refused: dict[str, str] = {}
 
@@ -98,6 +100,7 @@ def tick(name: str, *, using: str | None = None, holder: str = "") -> list[str]:
     row.skipped_slots += plan.skipped
     if plan.fire:
         row.last_slot_at = plan.fire[-1]
+        _forget_old_slots(name, using)
     if fired:
         row.last_run_at, row.last_job_id = now, fired[-1]
     row.save(using=using, update_fields=["next_run_at", "skipped_slots", "last_slot_at", "last_run_at", "last_job_id"])
@@ -155,6 +158,21 @@ def _relink_slot(name: str, slot: datetime, job_id: str, using: str) -> None:
     from boson_django.models import ScheduleSlot
 
     ScheduleSlot.objects.using(using).filter(schedule=name, slot_at=slot).update(job_id=job_id)
+
+
+def _forget_old_slots(name: str, using: str) -> None:
+    """Keep the latest ``KEEP_SLOTS`` slots of a schedule, so its table stays bounded.
+
+    Safe for once-per-slot: every kept or deleted slot is at or before now, and a pass
+    fires only slots from ``next_run_at`` on, which is after now once a pass has run.
+    Both queries walk the (schedule, slot) unique index.
+    """
+    from boson_django.models import ScheduleSlot
+
+    slots = ScheduleSlot.objects.using(using).filter(schedule=name)
+    oldest_kept = slots.order_by("-slot_at").values_list("slot_at", flat=True)[KEEP_SLOTS - 1:KEEP_SLOTS]
+    if oldest_kept:
+        slots.filter(slot_at__lt=oldest_kept[0]).delete()
 
 
 def _wake(queue: str | None, using: str) -> None:

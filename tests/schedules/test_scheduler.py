@@ -120,6 +120,21 @@ def test_a_refused_sync_is_logged_once_not_every_pass(settings, store_clock, cap
     assert len(refused) == 1 and "Bad minute" in refused[0].getMessage()
 
 
+def test_only_the_latest_slots_of_a_schedule_are_kept(settings, store_clock, monkeypatch):
+    """Every fired slot was kept forever: an every-second schedule added 86,400 rows a day.
+    Older slots than the kept ones lie before ``next_run_at``; no pass can fire them again."""
+    from boson_django.schedules import scheduler
+
+    monkeypatch.setattr(scheduler, "KEEP_SLOTS", 3)
+    _declare(settings, minutely={"task": NOOP, "cron": "* * * * *"}, other={"task": NOOP, "every": timedelta(minutes=2)})
+    run_due()
+    _step_minutes(store_clock, 6)
+    assert len(_jobs("minutely")) == 6 and len(_jobs("other")) == 3
+    kept = ScheduleSlot.objects.filter(schedule="minutely").order_by("slot_at").values_list("slot_at", flat=True)
+    assert list(kept) == [EPOCH + i * MINUTE for i in (4, 5, 6)]
+    assert ScheduleSlot.objects.filter(schedule="other").count() == 3, "each schedule keeps its own"
+
+
 def test_a_stale_scheduler_cannot_enqueue_a_slot_twice(settings, store_clock):
     """A leader that read the schedule, paused past its duty lease, and then fires the slot
     another worker already fired: the (schedule, slot) unique key refuses it."""
