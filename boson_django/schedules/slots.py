@@ -53,7 +53,8 @@ def plan(timing: Timing, next_run_at: datetime | None, now: datetime, missed: st
     """The slots to enqueue now, the late ones given up, and the next slot after ``now``.
 
     Slots in ``[next_run_at, now]`` are due. Those at most ``grace_ms`` old are on time
-    and each fires. If none is on time but some are late (the scheduler was down),
+    and each fires: at most ``MAX_SCAN`` a pass, the next pass goes on from the first
+    left. If none is on time but some are late (the scheduler was down),
     ``missed="run_once"`` fires the latest late slot once; ``"skip"`` fires none.
     """
     after_now = timing.next_after(now)
@@ -62,6 +63,9 @@ def plan(timing: Timing, next_run_at: datetime | None, now: datetime, missed: st
     cutoff = now - timedelta(milliseconds=grace_ms)
     late, last_late = _late_slots(timing, next_run_at, cutoff)
     on_time = _slots_between(timing, max(next_run_at, cutoff), now)
+    left = timing.next_after(on_time[-1]) if len(on_time) == MAX_SCAN else None
+    if left is not None and left <= now:
+        return Plan(fire=on_time, skipped=late, next_run_at=left)
     if on_time or last_late is None or missed != "run_once":
         return Plan(fire=on_time, skipped=late, next_run_at=after_now)
     return Plan(fire=[last_late], skipped=late - 1, next_run_at=after_now)

@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from boson_django.schedules import Schedule
-from boson_django.schedules.slots import Timing, plan
+from boson_django.schedules.slots import MAX_SCAN, Timing, plan
 from boson_django.schedules.spec import as_schedules
 
 UTC = timezone.utc
@@ -163,3 +163,16 @@ def test_several_schedules_of_one_task_need_their_own_names_at_import(declared):
     with pytest.raises(ValueError, match="its own name="):
         as_schedules(declared)
     assert len(as_schedules([Schedule(cron="0 3 * * *"), Schedule(cron="0 4 * * *", name="late")])) == 2
+
+
+def test_on_time_slots_beyond_one_pass_fire_in_the_next_pass():
+    """A long grace (catch up a week of minutes) may leave more on-time slots than one
+    pass fires: the rest vanished, not fired nor counted as skipped."""
+    every_minute, grace_ms = Timing(None, 60_000, "UTC"), 30 * 86_400_000
+    now = T0 + timedelta(minutes=12_000)
+    first = plan(every_minute, T0, now, "skip", grace_ms)
+    assert len(first.fire) == MAX_SCAN and first.skipped == 0
+    assert first.next_run_at == T0 + timedelta(minutes=MAX_SCAN), "the first slot not fired yet"
+    second = plan(every_minute, first.next_run_at, now, "skip", grace_ms)
+    assert len(second.fire) == 12_001 - MAX_SCAN and second.fire[-1] == now
+    assert second.next_run_at == now + timedelta(minutes=1)
