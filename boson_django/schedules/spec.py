@@ -66,6 +66,8 @@ class Schedule:
         validation.json_text(list(self.args), "args")
         validation.json_text(dict(self.kwargs), "kwargs")
         validation.whole(self.grace_ms, "grace_ms")
+        if not isinstance(self.enabled, bool):  # the row's column refused it at sync, stopping every schedule
+            raise ValueError(f"Schedule enabled={self.enabled!r}: must be True or False")
         if self.priority is not None:
             validation.priority(self.priority)
         # The row's columns bound these: a longer value passed here and then failed the

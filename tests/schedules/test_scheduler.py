@@ -274,6 +274,7 @@ def test_the_workers_sweeper_runs_the_scheduler_under_its_duty(settings, store_c
     ({"task": NOOP, "cron": "* * * * *", "every_minute": True}, "unknown keys: every_minute"),
     ({"task": "no.such.task", "cron": "* * * * *"}, "not a registered task"),
     ({"task": NOOP, "cron": "* * * * *", "queue": "q" * 101}, "entry 's': queue: must be at most 100 characters"),
+    ({"task": NOOP, "cron": "* * * * *", "enabled": "no"}, "entry 's': Schedule enabled='no'"),
 ])
 def test_checks_report_a_bad_schedule_setting(settings, entry, message):
     _declare(settings, s=entry)

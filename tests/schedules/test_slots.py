@@ -146,6 +146,8 @@ def test_a_long_outage_is_bounded():
     # longer than the row's columns: PostgreSQL refused the sync of every schedule
     ({"cron": ",".join(map(str, range(60))) + " * * * *"}, "at most 120 characters"),
     ({"cron": "* * * * *", "queue": "q" * 101}, "queue: must be at most 100 characters"),
+    # the row refused it at sync ("must be either True or False"), and no schedule synced
+    ({"cron": "* * * * *", "enabled": "no"}, "enabled='no': must be True or False"),
 ])
 def test_bad_declarations_name_the_field(kwargs, message):
     with pytest.raises(ValueError, match=message.replace("*", r"\*").replace("(", r"\(")):
