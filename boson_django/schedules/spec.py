@@ -122,6 +122,8 @@ def every_ms(every: Any) -> int:
     ms = every // timedelta(milliseconds=1)
     if ms < 1_000 or every % timedelta(milliseconds=1):
         raise ValueError(f"Schedule every={every!r}: must be whole milliseconds, at least one second")
+    if ms > validation.MAX_MS:  # as every duration: longer overflowed datetime at sync, stopping every schedule
+        raise ValueError(f"Schedule every={every!r}: must be at most 100 years")
     return int(ms)
 
 

@@ -140,6 +140,7 @@ def test_a_long_outage_is_bounded():
     ({"cron": "* * * *"}, "five fields"),
     ({"every": timedelta(milliseconds=10)}, "at least one second"),
     ({"every": 60}, "timedelta"),
+    ({"every": timedelta(days=3_000_000)}, "at most 100 years"),  # its first slot overflowed datetime at sync
     ({"cron": "* * * * *", "timezone": "Mars/Olympus"}, "IANA"),
     ({"cron": "* * * * *", "missed": "catch_up"}, "run_once, skip"),
     ({"cron": "* * * * *", "args": [object()]}, "args"),
