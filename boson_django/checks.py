@@ -74,7 +74,7 @@ def check_task_modules(app_configs: Any = None, **kwargs: Any) -> list[checks.Ch
             autoreload.check_errors(registry.import_tasks)(module, optional)
         except Exception as exc:  # noqa: BLE001 -- any error of the user's module, named
             return [_failed_import(module, exc)]
-    return _schedule_names_taken_twice()
+    return [*_schedule_names_taken_twice(), *_schedule_graces_under_a_hand_over()]
 
 
 @checks.register("boson")
@@ -181,6 +181,30 @@ def _schedule_names_taken_twice() -> list[checks.CheckMessage]:
     except Exception:  # noqa: BLE001 -- a bad SCHEDULES entry: check_settings names it
         pass
     return []
+
+
+def _schedule_graces_under_a_hand_over() -> list[checks.CheckMessage]:
+    """The scheduler sees a slot up to a sweep interval late, and a duty hand-over later
+    still: a ``grace_ms`` under that counts slots seen in normal running as missed (with
+    ``missed="skip"`` and ``grace_ms=0`` a schedule never ran)."""
+    from boson_django.schedules.declared import declared
+
+    try:
+        found, interval = declared(), conf.get().SWEEP_INTERVAL_MS
+    except Exception:  # noqa: BLE001 -- a bad SCHEDULES entry or name: E002/E007 name it
+        return []
+    if _bad_value("SWEEP_INTERVAL_MS", interval):  # E002 names it
+        return []
+    hand_over = conf.duty_lease_ms(interval)
+    return [
+        checks.Warning(
+            f"schedule {name!r} has grace_ms={spec.grace_ms}, less than a hand-over of the scheduler's duty "
+            f"({hand_over} ms: three SWEEP_INTERVAL_MS): slots it sees in normal running count as missed "
+            f"(missed={spec.missed!r}).",
+            hint=f"Give it grace_ms={hand_over} or more (the default is one minute).", id="boson.W003",
+        )
+        for name, (spec, _source) in sorted(found.items()) if spec.grace_ms < hand_over
+    ]
 
 
 def _failed_import(module: str, exc: Exception) -> checks.CheckMessage:

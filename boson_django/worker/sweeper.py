@@ -52,7 +52,7 @@ class Sweeper:
 
     @property
     def duty_lease_ms(self) -> int:
-        return max(self.interval_ms * conf.SWEEP_DUTY_INTERVALS, 1_000)
+        return conf.duty_lease_ms(self.interval_ms)
 
     def seconds_left(self) -> float:
         return max(self.last + self.interval_ms / 1000 - time.monotonic(), 0.0)

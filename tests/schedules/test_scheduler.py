@@ -280,3 +280,21 @@ def test_checks_report_a_bad_schedule_setting(settings, entry, message):
     _declare(settings, s=entry)
     (error,) = [e for e in check_settings() if e.id == "boson.E002"]
     assert "BOSON['SCHEDULES']" in error.msg and message in error.msg
+
+
+def test_a_grace_shorter_than_a_duty_hand_over_is_warned_about(settings, store_clock):
+    """The scheduler sees a slot up to a sweep interval after its time (a hand-over of its
+    duty, three): with ``grace_ms=0`` and ``missed="skip"`` no slot was ever on time, and
+    the schedule never ran -- without a word from the checks."""
+    from django.core import checks
+
+    _declare(settings, heartbeat={"task": NOOP, "every": timedelta(seconds=10), "missed": "skip", "grace_ms": 0},
+             fine={"task": NOOP, "every": timedelta(seconds=10), "missed": "skip", "grace_ms": 3_000})
+    store_clock.advance(500)  # a worker's pass lands somewhere in the second, not on it
+    for _ in range(30):
+        store_clock.advance(1_000)
+        run_due()
+    assert _jobs("heartbeat") == [] and Schedule.objects.get(name="heartbeat").skipped_slots == 3
+    assert len(_jobs("fine")) == 3
+    (warning,) = [m for m in checks.run_checks(tags=["boson"]) if m.id == "boson.W003"]
+    assert "'heartbeat'" in warning.msg and "grace_ms=0" in warning.msg and "3000 ms" in warning.msg
