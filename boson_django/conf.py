@@ -94,6 +94,7 @@ def duty_lease_ms(interval_ms: int) -> int:
     """A sweep's duty lease for a sweep interval: how long a dead holder keeps its duty."""
     return max(interval_ms * SWEEP_DUTY_INTERVALS, 1_000)
 
+
 #: key -> (type or types, minimum) used by checks.py.
 RULES: dict[str, tuple[type | tuple[type, ...], int | None]] = {
     "CRASH_LIMIT": (int, 1),
