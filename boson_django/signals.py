@@ -22,4 +22,25 @@ def tune_sqlite(sender: Any, connection: Any, **kwargs: Any) -> None:
         return
     with connection.cursor() as cursor:
         cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA synchronous=NORMAL")
+        if not _sets_synchronous(connection):
+            cursor.execute("PRAGMA synchronous=NORMAL")
+
+
+def _sets_synchronous(connection: Any) -> bool:
+    """Whether the project's ``OPTIONS["init_command"]`` chose ``synchronous`` itself.
+
+    ``NORMAL`` (WAL's usual pairing) spares an fsync per commit, at the price of the last
+    commits on a power loss or an OS crash; a project that asked for ``FULL`` or ``EXTRA``
+    (as Django's own SQLite notes suggest) chose the other side of that trade, and this
+    hook, which runs after the ``init_command``, overrode it without a word.
+    """
+    commands = str((connection.settings_dict.get("OPTIONS") or {}).get("init_command") or "")
+    return any(_pragma_name(command) == "synchronous" for command in commands.split(";"))
+
+
+def _pragma_name(command: str) -> str:
+    """``synchronous`` of ``PRAGMA main.synchronous = 3`` (lower case; '' for other commands)."""
+    words = command.strip().lower().split(None, 1)
+    if len(words) < 2 or words[0] != "pragma":
+        return ""
+    return words[1].split("=", 1)[0].split("(", 1)[0].strip().rsplit(".", 1)[-1].strip()
