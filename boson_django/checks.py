@@ -107,7 +107,7 @@ def check_sqlite_transaction_mode(app_configs: Any = None, **kwargs: Any) -> lis
     to upgrade a read lock, and SQLite refuses that at once ("database is locked", no
     waiting) while a worker writes -- a view that enqueued failed with a 500."""
     database, found = _sqlite_store()
-    if not found or (found.get("OPTIONS") or {}).get("transaction_mode") == "IMMEDIATE":
+    if not found or _takes_write_lock_at_begin((found.get("OPTIONS") or {}).get("transaction_mode")):
         return []
     return [checks.Warning(
         f"The store's database {database!r} is SQLite without \"transaction_mode\": \"IMMEDIATE\": "
@@ -116,6 +116,13 @@ def check_sqlite_transaction_mode(app_configs: Any = None, **kwargs: Any) -> lis
         hint=f'Add "OPTIONS": {{"timeout": 20, "transaction_mode": "IMMEDIATE"}} to DATABASES[{database!r}].',
         id="boson.W002",
     )]
+
+
+def _takes_write_lock_at_begin(mode: Any) -> bool:
+    """Django takes the mode in any case (it upper-cases it), and EXCLUSIVE is IMMEDIATE
+    in WAL mode: both begin with the write lock, so an enqueue never upgrades to it.
+    Only ``"IMMEDIATE"`` as spelt in the hint passed: ``"immediate"`` was warned about."""
+    return isinstance(mode, str) and mode.upper() in ("IMMEDIATE", "EXCLUSIVE")
 
 
 @checks.register("boson")

@@ -347,6 +347,22 @@ def test_a_sqlite_store_without_immediate_transactions_is_reported(monkeypatch):
     assert '"transaction_mode": "IMMEDIATE"' in message.hint
 
 
+@pytest.mark.parametrize("mode, warned", [
+    ("immediate", False), ("Immediate", False), ("EXCLUSIVE", False), ("exclusive", False),
+    ("DEFERRED", True), (None, True),
+])
+def test_only_a_sqlite_store_beginning_without_the_write_lock_is_reported(monkeypatch, mode, warned):
+    """Django upper-cases ``transaction_mode``, and in WAL mode EXCLUSIVE begins as
+    IMMEDIATE does: ``"immediate"`` works as well as ``"IMMEDIATE"``, but was warned about."""
+    from django.db import connections
+
+    found = connections.settings["default"]
+    if not found["ENGINE"].endswith("sqlite3"):
+        pytest.skip("a SQLite store's check")
+    monkeypatch.setitem(found, "OPTIONS", {"timeout": 20, "transaction_mode": mode})
+    assert [m.id for m in boson_messages(**BASE)] == (["boson.W002"] if warned else [])
+
+
 def test_a_sqlite_store_keeping_its_times_in_a_zone_of_its_own_is_reported(monkeypatch):
     """On SQLite Django writes times in the database's TIME_ZONE and boson read them back
     as UTC: a store clock frozen at 12:00 UTC read 07:00 in New York, due times and
