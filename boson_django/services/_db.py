@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import random
+import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -100,6 +101,16 @@ def dt_not_null(value: Any) -> datetime:
     if parsed is None:
         raise ValueError(f"a timestamp was expected, got {value!r}")
     return parsed
+
+
+def most_bound(connection: BaseDatabaseWrapper) -> int | None:
+    """The most parameters one statement may bind on ``connection``: SQLite's limit as
+    this build has it (32,766 by default since 3.32, 999 before; Debian's 250,000),
+    None on PostgreSQL (65,535 there, far above any list boson builds)."""
+    if connection.vendor != "sqlite":
+        return None
+    connection.ensure_connection()
+    return int(connection.connection.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER))
 
 
 def placeholders(values: Sequence[Any]) -> str:

@@ -16,6 +16,11 @@ _PENDING_SQL = ", ".join(f"'{s.value}'" for s in sorted(PENDING))
 _TERMINAL_SQL = ", ".join(f"'{s.value}'" for s in sorted(TERMINAL))
 
 
+#: Parameters a sweep's statements bind besides two per job (the runs a reclaim closes
+#: are matched by job and fence).
+_BOUND_BESIDES_JOBS = 8
+
+
 def _due(using: str, where: str, deadline: str, limit: int, columns: str) -> tuple[list[dict[str, Any]], datetime]:
     """Up to ``limit`` rows in ``where`` whose ``deadline`` column has passed on the store
     clock, the longest overdue first, locked (skipping rows another sweeper holds); and
@@ -23,6 +28,7 @@ def _due(using: str, where: str, deadline: str, limit: int, columns: str) -> tup
     limit = validation.whole(limit, "limit")
     now = clock.now(using)
     connection = _db.conn(using)
+    limit = min(limit, _most_jobs(connection))
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT {columns} FROM boson_job WHERE {where} AND {deadline} <= %s ORDER BY {deadline} LIMIT %s"
@@ -30,6 +36,17 @@ def _due(using: str, where: str, deadline: str, limit: int, columns: str) -> tup
             [_db.dt_param(connection, now), limit],
         )
         return _db.fetch_dicts(cursor), now
+
+
+def _most_jobs(connection: Any) -> int:
+    """The most jobs one sweep may take so that its statements, which list the jobs,
+    bind no more parameters than the store allows. A larger ``limit`` (``SWEEP_BATCH``)
+    made a sweep on SQLite fail with "too many SQL variables" on every tick once that
+    many jobs were due, and promotion, reclaim or eviction stopped for good (999
+    parameters before SQLite 3.32: a reclaim of 499 jobs, a promotion of 1,000, the
+    default ``SWEEP_BATCH``; 32,766 by default since: a reclaim of 16,382)."""
+    bound = _db.most_bound(connection)
+    return (bound - _BOUND_BESIDES_JOBS) // 2 if bound is not None else 2**31 - 1
 
 
 @_db.store_transaction
