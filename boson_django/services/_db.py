@@ -28,6 +28,7 @@ from boson_django.states import JobState
 
 P = ParamSpec("P")
 R = TypeVar("R")
+T = TypeVar("T")
 
 
 def alias(using: str | None) -> str:
@@ -103,14 +104,23 @@ def dt_not_null(value: Any) -> datetime:
     return parsed
 
 
-def most_bound(connection: BaseDatabaseWrapper) -> int | None:
-    """The most parameters one statement may bind on ``connection``: SQLite's limit as
-    this build has it (32,766 by default since 3.32, 999 before; Debian's 250,000),
-    None on PostgreSQL (65,535 there, far above any list boson builds)."""
+def most_listed(connection: BaseDatabaseWrapper, *, each: int = 1, besides: int = 0) -> int:
+    """The most items one statement may list on ``connection`` when each binds ``each``
+    parameters and the statement ``besides`` more: SQLite refuses a statement binding
+    more than its limit ("too many SQL variables"), which is this build's own (32,766 by
+    default since 3.32, 999 before; Debian's 250,000). PostgreSQL's lists here are
+    arrays or far below its 65,535: no bound."""
     if connection.vendor != "sqlite":
-        return None
+        return 2**31 - 1
     connection.ensure_connection()
-    return int(connection.connection.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER))
+    bound = int(connection.connection.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER))
+    return max((bound - besides) // each, 1)
+
+
+def in_slices(values: list[T], size: int) -> Iterator[list[T]]:
+    """``values`` in consecutive slices of at most ``size`` (one statement each)."""
+    for start in range(0, len(values), size):
+        yield values[start : start + size]
 
 
 def placeholders(values: Sequence[Any]) -> str:

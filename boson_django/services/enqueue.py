@@ -396,18 +396,29 @@ def policy_fingerprint(task: str, env: Envelope) -> str:
 
 
 def _refuse_duplicate_ids(rows: Sequence[dict[str, Any]], using: str, existing: Any = ...) -> None:
-    """``existing``: the preflight's answer (PostgreSQL); otherwise one query here."""
-    from boson_django.models import Job
-
+    """``existing``: the preflight's answer (PostgreSQL); otherwise read here."""
     seen: set[str] = set()
     for values in rows:
         if values["id"] in seen:
             raise DuplicateJobId(f"job id {values['id']!r} appears twice in the batch")
         seen.add(values["id"])
     if existing is ...:
-        existing = Job.objects.using(using).filter(id__in=seen).values_list("id", flat=True).first()
+        existing = _first_existing(sorted(seen), using)
     if existing is not None:
         raise DuplicateJobId(f"job id {existing!r} already exists")
+
+
+def _first_existing(ids: list[str], using: str) -> str | None:
+    """One of ``ids`` the store holds already, looked up as many at a time as SQLite lets
+    one statement list (a batch of more ids failed with "too many SQL variables")."""
+    from boson_django.models import Job
+
+    jobs = Job.objects.using(using)
+    for part in _db.in_slices(ids, _db.most_listed(_db.conn(using))):
+        found = jobs.filter(id__in=part).values_list("id", flat=True).first()
+        if found is not None:
+            return str(found)
+    return None
 
 
 def _explicit_ids(batch: Sequence[Any]) -> list[str]:
@@ -421,9 +432,10 @@ def _tasks(batch: Sequence[Any]) -> set[str]:
 
 
 def _quarantined(rows: Sequence[dict[str, Any]], using: str) -> dict[str, QuarantinedFingerprint]:
-    fingerprints = {values["fingerprint"] for values in rows}
-    found = QuarantinedFingerprint.objects.using(using).filter(fingerprint__in=fingerprints)
-    return {q.fingerprint: q for q in found}
+    fingerprints = sorted({values["fingerprint"] for values in rows})
+    parked = QuarantinedFingerprint.objects.using(using)
+    return {q.fingerprint: q for part in _db.in_slices(fingerprints, _db.most_listed(_db.conn(using)))
+            for q in parked.filter(fingerprint__in=part)}
 
 
 def _initial_state(values: dict[str, Any], now: datetime, parked: Mapping[str, Any]) -> JobState:
@@ -437,15 +449,13 @@ def _initial_state(values: dict[str, Any], now: datetime, parked: Mapping[str, A
 
 
 def _ensure_queues(names: set[str], connection: Any) -> None:
-    values = ", ".join(["(%s, %s)"] * len(names))
-    params: list[Any] = []
-    for queue in sorted(names):
-        params += [queue, False]
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"INSERT INTO boson_queue (name, paused) VALUES {values} ON CONFLICT (name) DO NOTHING",
-            params,
-        )
+        for part in _db.in_slices(sorted(names), _db.most_listed(connection, each=2)):
+            cursor.execute(
+                f"INSERT INTO boson_queue (name, paused) VALUES {', '.join(['(%s, %s)'] * len(part))} "
+                "ON CONFLICT (name) DO NOTHING",
+                [value for queue in part for value in (queue, False)],
+            )
 
 
 def _insert_all(rows: list[dict[str, Any]], connection: Any, copied: set[str] | None = None) -> list[EnqueueResult]:
@@ -461,9 +471,10 @@ def _insert_all(rows: list[dict[str, Any]], connection: Any, copied: set[str] | 
     if not pending:
         return [_result(values, created, {}) for values in rows]
     pending = _in_key_order(pending)
+    size = min(CHUNK, _db.most_listed(connection, each=len(_COLUMNS)))
     for _ in range(10):
-        for start in range(0, len(pending), CHUNK):
-            created |= _insert_chunk(pending[start : start + CHUNK], connection, queues if postgres else set())
+        for part in _db.in_slices(pending, size):
+            created |= _insert_chunk(part, connection, queues if postgres else set())
             queues = set()
         holders = _key_holders({v["unique_key"] for v in pending if v["id"] not in created}, connection)
         pending = [v for v in pending if v["id"] not in created and v["unique_key"] not in holders]
@@ -517,14 +528,16 @@ def _key_holders(keys: set[Any], connection: Any) -> dict[str, str]:
     keys.discard(None)
     if not keys:
         return {}
-    ordered = sorted(keys)
+    holders: dict[str, str] = {}
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT unique_key, id FROM boson_job WHERE unique_key IN ({_db.placeholders(ordered)}) "
-            f"AND state IN ({_HOLDING_SQL})",
-            ordered,
-        )
-        return dict(cursor.fetchall())
+        for part in _db.in_slices(sorted(keys), _db.most_listed(connection)):
+            cursor.execute(
+                f"SELECT unique_key, id FROM boson_job WHERE unique_key IN ({_db.placeholders(part)}) "
+                f"AND state IN ({_HOLDING_SQL})",
+                part,
+            )
+            holders.update(cursor.fetchall())
+    return holders
 
 
 def _record_parked(

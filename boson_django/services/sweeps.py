@@ -45,8 +45,7 @@ def _most_jobs(connection: Any) -> int:
     many jobs were due, and promotion, reclaim or eviction stopped for good (999
     parameters before SQLite 3.32: a reclaim of 499 jobs, a promotion of 1,000, the
     default ``SWEEP_BATCH``; 32,766 by default since: a reclaim of 16,382)."""
-    bound = _db.most_bound(connection)
-    return (bound - _BOUND_BESIDES_JOBS) // 2 if bound is not None else 2**31 - 1
+    return _db.most_listed(connection, each=2, besides=_BOUND_BESIDES_JOBS)
 
 
 @_db.store_transaction

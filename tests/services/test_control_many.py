@@ -10,6 +10,7 @@ from boson_django import services
 from boson_django.models import Job, Run
 from boson_django.services import Outcome, control
 from tests.factories import ADD, admit_one, enqueue_one, state_of
+from tests.services.support import sqlite_binding_at_most
 
 
 def _failed(queue: str = "many", **fields) -> str:
@@ -126,3 +127,15 @@ def test_a_bad_id_is_refused_before_anything_is_written(store_clock, bad):
     with pytest.raises(ValueError):
         services.retry_jobs([job_id, bad])
     assert state_of(job_id) == "failed"
+
+
+def test_a_cancel_of_more_running_jobs_than_sqlite_binds_goes_in_chunks_it_can(store_clock):
+    """A chunk of 500 running jobs closed their runs by job and fence: 1,003 parameters,
+    past the 999 of SQLite before 3.32, and the cancel stopped at its first chunk."""
+    ids = [enqueue_one(queue="bound") for _ in range(control.CHUNK)]
+    assert len(services.admit("w1", ["bound"], control.CHUNK)) == control.CHUNK
+    with sqlite_binding_at_most():
+        done = services.cancel_jobs(ids)
+    assert sorted(done.done) == sorted(ids)
+    assert {state_of(i) for i in ids} == {"cancelled"}
+    assert Run.objects.filter(job_id__in=ids, finished_at__isnull=True).count() == 0

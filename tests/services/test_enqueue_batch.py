@@ -14,6 +14,7 @@ from boson_django import services
 from boson_django.errors import DuplicateJobId, InvalidEnvelope
 from boson_django.models import Job, QuarantinedFingerprint, Queue
 from tests.factories import ADD, NOOP, envelope
+from tests.services.support import sqlite_binding_at_most
 
 enqueue_module = sys.modules["boson_django.services.enqueue"]
 #: Columns that differ between two enqueues of one envelope.
@@ -93,3 +94,16 @@ def test_a_copied_batch_parks_quarantined_fingerprints_and_keeps_unique_keys(sto
     assert {states[r.id] for r in results[:-4]} == {"available"}
     assert [e.outcome for e in services.errors(results[-4].id)] == ["quarantined"]
     assert [e.outcome for e in services.errors(results[-3].id)] == ["quarantined"]
+
+
+def test_a_batch_larger_than_sqlite_binds_is_enqueued_whole(store_clock):
+    """SQLite refuses a statement binding more parameters than its limit: a batch of 50
+    jobs (25 columns each) failed with "too many SQL variables" where it binds 999
+    (before 3.32), one of 32,767 at its default since -- whatever the batch's shape."""
+    held = services.enqueue([envelope(NOOP, queue="bound", unique_key="k-0")])[0].id
+    batch = [envelope(NOOP, queue="bound", args=[i], unique_key=f"k-{i}") for i in range(1_000)]
+    with sqlite_binding_at_most():
+        results = services.enqueue(batch)
+    assert [r.disposition for r in results] == ["duplicate"] + ["created"] * 999
+    assert results[0].id == held
+    assert Job.objects.filter(queue="bound").count() == 1_000

@@ -13,7 +13,9 @@ from boson_django.models import QuarantinedFingerprint
 from boson_django.services import Outcome
 from tests.conftest import EPOCH
 from tests.factories import NOOP, envelope, state_of
-from tests.services.support import LEASE_MS, drive, job_row, recorded, run_rows, snapshot, start_job
+from tests.services.support import (
+    LEASE_MS, drive, job_row, recorded, run_rows, snapshot, sqlite_binding_at_most, start_job,
+)
 
 
 def _crash_and_reclaim(store_clock, job_id: str) -> list[services.Reclaimed]:
@@ -181,27 +183,8 @@ def test_a_retried_job_is_not_evicted_on_its_old_retention(store_clock):
 
 # --- SQLite's limit on parameters per statement ----------------------------------------
 
-#: SQLite's parameter limit before 3.32 (Django 5.2 supports 3.31); 32,766 since, by default.
-OLD_SQLITE_BOUND = 999
-#: More jobs due at once than one statement could list under that limit.
+#: More jobs due at once than one statement could list where SQLite binds 999 parameters.
 MANY = 1_000
-
-
-@pytest.fixture
-def old_sqlite_bound(store_clock):
-    """Call to make the store's connection bind at most 999 parameters per statement, as
-    SQLite before 3.32 does; the connection's own limit is put back afterwards."""
-    import sqlite3
-
-    from django.db import connection
-
-    if connection.vendor != "sqlite":
-        pytest.skip("SQLite's limit on parameters per statement")
-    connection.ensure_connection()
-    raw = connection.connection
-    before = raw.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
-    yield lambda: raw.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, OLD_SQLITE_BOUND)
-    raw.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, before)
 
 
 def _drain(sweep) -> list[int]:
@@ -216,33 +199,33 @@ def _enqueued(**fields) -> list[str]:
     return [r.id for r in services.enqueue([envelope(NOOP, queue="many", **fields) for _ in range(MANY)])]
 
 
-def test_a_promotion_larger_than_sqlite_binds_goes_in_batches_it_can(store_clock, old_sqlite_bound):
+def test_a_promotion_larger_than_sqlite_binds_goes_in_batches_it_can(store_clock):
     """With SWEEP_BATCH (1,000) jobs due, every promote failed with "too many SQL
     variables": scheduled jobs stayed scheduled for good."""
     ids = _enqueued(run_at=EPOCH + timedelta(seconds=1))
     store_clock.advance(1_000)
-    old_sqlite_bound()
-    counts = _drain(services.promote_due)
+    with sqlite_binding_at_most():
+        counts = _drain(services.promote_due)
     assert sum(counts) == MANY and max(counts) < MANY, counts
     assert {state_of(i) for i in ids} == {"available"}
 
 
-def test_a_reclaim_larger_than_sqlite_binds_goes_in_batches_it_can(store_clock, old_sqlite_bound):
+def test_a_reclaim_larger_than_sqlite_binds_goes_in_batches_it_can(store_clock):
     ids = _enqueued(lease_ms=LEASE_MS)
     assert len(services.admit("w1", ["many"], MANY)) == MANY
     store_clock.advance(LEASE_MS)
-    old_sqlite_bound()
-    counts = _drain(services.reclaim_expired)
+    with sqlite_binding_at_most():
+        counts = _drain(services.reclaim_expired)
     assert sum(counts) == MANY, counts
     assert {state_of(i) for i in ids} == {"available"}
     assert services.find_problems(stranded_after_ms=0) == []
 
 
-def test_an_eviction_larger_than_sqlite_binds_goes_in_batches_it_can(store_clock, old_sqlite_bound):
+def test_an_eviction_larger_than_sqlite_binds_goes_in_batches_it_can(store_clock):
     ids = _enqueued(retention_ms=1)
     assert len(services.cancel_jobs(ids).done) == MANY
     store_clock.advance(1)
-    old_sqlite_bound()
-    counts = _drain(services.evict_retained)
+    with sqlite_binding_at_most():
+        counts = _drain(services.evict_retained)
     assert sum(counts) == MANY, counts
     assert {state_of(i) for i in ids} == {None}
