@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import DatabaseError
 from django.db.backends.signals import connection_created
 from django.dispatch import receiver
 
@@ -21,9 +22,23 @@ def tune_sqlite(sender: Any, connection: Any, **kwargs: Any) -> None:
     if not name or ":memory:" in name or "mode=memory" in name:
         return
     with connection.cursor() as cursor:
-        cursor.execute("PRAGMA journal_mode=WAL")
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+        except DatabaseError as exc:
+            if _read_only(exc):
+                return
+            raise
         if not _sets_synchronous(connection):
             cursor.execute("PRAGMA synchronous=NORMAL")
+
+
+def _read_only(exc: DatabaseError) -> bool:
+    """A database opened read-only (``"NAME": "file:...?mode=ro"`` with ``OPTIONS["uri"]``,
+    or a file the process may not write) cannot change its journal mode: the PRAGMA failed
+    with "attempt to write a readonly database", and so did every connection to it -- any
+    SQLite database in ``DATABASES``, not only the store, once boson_django was installed.
+    Nothing writes there, so nothing needs WAL: it is left as it is."""
+    return "readonly" in str(exc).lower()
 
 
 def _sets_synchronous(connection: Any) -> bool:
