@@ -71,10 +71,13 @@ def refusal(ref: LeaseRef, job: Any | None, now: datetime) -> str | None:
 
 @_db.store_transaction
 def renew(leases: Sequence[Any], lease_ms: int, *, using: str | None = None) -> list[str]:
-    """Extend every lease still held, in one statement; returns the ids of those LOST.
+    """Extend every lease still held; returns the ids of those LOST.
 
     Lost means expired on the store clock (reclaimed or not), re-claimed by another
     worker (fence moved), cancelled, finished or deleted. Never raises for a lost lease.
+    One statement per as many leases as SQLite lets one list: a worker holding 500 where
+    it binds 999 parameters (before 3.32) failed every renewal, and its jobs, their
+    leases lapsing, ran again elsewhere.
     """
     refs = [as_lease(lease) for lease in leases]
     lease_ms = validation.whole(lease_ms, "lease_ms", minimum=1)
@@ -82,14 +85,17 @@ def renew(leases: Sequence[Any], lease_ms: int, *, using: str | None = None) -> 
         return []
     connection = _db.conn(using)
     now = clock.now(using)
-    found, keyed = _db.by_key_and_fence("id", [(ref.job_id, ref.fence) for ref in refs])
+    until, at = _db.dt_param(connection, now + timedelta(milliseconds=lease_ms)), _db.dt_param(connection, now)
+    kept: set[tuple[str, int]] = set()
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE boson_job SET lease_expires_at = %s WHERE {found} "
-            f"AND {_db.in_state('running')} AND lease_expires_at > %s RETURNING id, fence",
-            [_db.dt_param(connection, now + timedelta(milliseconds=lease_ms)), *keyed, _db.dt_param(connection, now)],
-        )
-        kept = {(row[0], row[1]) for row in cursor.fetchall()}
+        for part in _db.in_slices(refs, _db.most_listed(connection, each=2, besides=2)):
+            found, keyed = _db.by_key_and_fence("id", [(ref.job_id, ref.fence) for ref in part])
+            cursor.execute(
+                f"UPDATE boson_job SET lease_expires_at = %s WHERE {found} "
+                f"AND {_db.in_state('running')} AND lease_expires_at > %s RETURNING id, fence",
+                [until, *keyed, at],
+            )
+            kept |= {(row[0], row[1]) for row in cursor.fetchall()}
     return [ref.job_id for ref in refs if (ref.job_id, ref.fence) not in kept]
 
 

@@ -1,4 +1,5 @@
-"""Renew every lease this worker holds, one ``services.renew`` statement per beat.
+"""Renew every lease this worker holds, one ``services.renew`` call per beat (one
+statement, unless SQLite binds fewer parameters than the leases need).
 
 Leases are grouped by length (``renew`` takes one ``lease_ms``); jobs of one task share
 a length, so a beat is usually a single statement however many jobs run. The beat comes

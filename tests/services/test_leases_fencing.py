@@ -15,8 +15,8 @@ import pytest
 from boson_django import services
 from boson_django.errors import LeaseRejected
 from boson_django.services import LeaseRef, Outcome
-from tests.factories import state_of
-from tests.services.support import LEASE_MS, job_row, recorded, run_rows, snapshot, start_job
+from tests.factories import NOOP, envelope, state_of
+from tests.services.support import LEASE_MS, job_row, recorded, run_rows, snapshot, sqlite_binding_at_most, start_job
 
 WRITES: dict[str, Callable[[Any], Any]] = {
     "ack-success": lambda lease: services.ack(lease, Outcome.SUCCESS, logs=["stale"], actual_weight=0),
@@ -219,3 +219,17 @@ def test_admit_opens_a_run_and_sets_a_lease(store_clock):
     assert (run["attempt"], run["fence"], run["worker_id"], run["finished_at"]) == (1, 1, "w1", None)
     assert services.errors(driven.job_id) == []
     assert state_of(driven.job_id) == "running"
+
+
+def test_a_worker_holding_more_leases_than_sqlite_binds_renews_them_all(store_clock):
+    """Renewal listed every held lease by job and fence in one statement: 500 leases bound
+    1,002 parameters, past the 999 of SQLite before 3.32, and every renewal failed."""
+    services.enqueue([envelope(NOOP, queue="held", lease_ms=LEASE_MS) for _ in range(500)])
+    held = [unit.lease for unit in services.admit("w1", ["held"], 500)]
+    stale = LeaseRef(held[0].job_id, held[0].fence + 1)  # a fence never claimed: lost
+    store_clock.advance(LEASE_MS - 1)
+    with sqlite_binding_at_most():
+        lost = services.renew([*held, stale], LEASE_MS)
+    assert lost == [stale.job_id]
+    store_clock.advance(LEASE_MS - 1)
+    assert services.reclaim_expired(1_000) == [], "every lease was extended"
