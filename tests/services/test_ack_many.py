@@ -14,8 +14,10 @@ from boson_django import services
 from boson_django.errors import InvalidEnvelope, LeaseRejected
 from boson_django.models import ThroughputMinute
 from boson_django.services import AckRequest, LeaseRef, Outcome
-from tests.factories import EPHEMERAL, state_of
-from tests.services.support import LEASE_MS, RETENTION_MS, job_row, recorded, run_rows, snapshot, start_job
+from tests.factories import EPHEMERAL, NOOP, envelope, state_of
+from tests.services.support import (
+    LEASE_MS, RETENTION_MS, job_row, recorded, run_rows, snapshot, sqlite_binding_at_most, start_job,
+)
 
 
 def _completed_count() -> int:
@@ -161,3 +163,23 @@ def test_batched_ack_waits_for_a_concurrent_holder_of_the_row_lock(live_clock):
     thread.join()
     assert all(isinstance(r.error, LeaseRejected) for r in replies)
     assert state_of(job.job_id) == state_of(other.job_id) == "available"
+
+
+def test_batches_larger_than_sqlite_binds_are_admitted_and_acked(store_clock):
+    """A claim listed every job it took in one statement (five parameters a job), its
+    runs in another (eight), and a flush every result in one more (five): where SQLite
+    binds 999 (before 3.32) a claim of 200 jobs failed, so a worker with that many free
+    slots never started a job, and a flush of 200 results failed every time, so those
+    jobs ran again once their leases lapsed. Fewer are claimed at once there; a flush
+    still commits whole."""
+    many = 300
+    services.enqueue([envelope(NOOP, queue="bound", lease_ms=LEASE_MS) for _ in range(many)])
+    units: list = []
+    with sqlite_binding_at_most():
+        while claimed := services.admit("w1", ["bound"], many - len(units)):
+            units += claimed
+        replies = services.ack_many([AckRequest(u.lease, Outcome.SUCCESS, result=i) for i, u in enumerate(units)])
+    assert len(units) == many
+    assert [r.state for r in replies] == ["completed"] * many
+    assert [services.get_result(u.lease.job_id).data for u in units] == list(range(many))
+    assert services.find_problems() == []
