@@ -74,7 +74,7 @@ def ack_many(requests: Sequence[AckRequest], *, using: str | None = None) -> lis
     if _db.is_postgres(connection):
         rest = _ack_plain_pg(requests, replies, connection, db)
     if rest:
-        for i, reply in zip(rest, _ack_sliced([requests[i] for i in rest], using=db)):
+        for i, reply in zip(rest, _ack_sliced([requests[i] for i in rest], db)):
             replies[i] = reply
     return replies  # type: ignore[return-value]
 
@@ -84,15 +84,20 @@ def ack_many(requests: Sequence[AckRequest], *, using: str | None = None) -> lis
 _BOUND_PER_ACK, _BOUND_BESIDES_ACKS = 5, 8
 
 
-@_db.store_transaction
-def _ack_sliced(requests: list[AckRequest], *, using: str | None = None) -> list[AckReply]:
+def _ack_sliced(requests: list[AckRequest], using: str) -> list[AckReply]:
     """:func:`_ack_general` over as many acks at a time as SQLite lets its statements
     list, all in one transaction (the batch still commits whole). Its statements list the
     whole batch: a flush of 200 results where SQLite binds 999 parameters (before 3.32),
     or of 6,554 at its default since, failed with "too many SQL variables" every time the
     worker tried it, and the jobs, never acked, ran again once their leases lapsed."""
-    assert using is not None
     size = _db.most_listed(_db.conn(using), each=_BOUND_PER_ACK, besides=_BOUND_BESIDES_ACKS)
+    if len(requests) <= size:  # one slice: no transaction around its own
+        return _ack_general(requests, using=using)
+    return _ack_in_slices(requests, size, using=using)
+
+
+@_db.store_transaction
+def _ack_in_slices(requests: list[AckRequest], size: int, *, using: str | None = None) -> list[AckReply]:
     return [reply for part in _db.in_slices(requests, size) for reply in _ack_general(part, using=using)]
 
 

@@ -403,7 +403,7 @@ def _refuse_duplicate_ids(rows: Sequence[dict[str, Any]], using: str, existing: 
             raise DuplicateJobId(f"job id {values['id']!r} appears twice in the batch")
         seen.add(values["id"])
     if existing is ...:
-        existing = _first_existing(sorted(seen), using)
+        existing = _first_existing(list(seen), using)
     if existing is not None:
         raise DuplicateJobId(f"job id {existing!r} already exists")
 
@@ -432,7 +432,7 @@ def _tasks(batch: Sequence[Any]) -> set[str]:
 
 
 def _quarantined(rows: Sequence[dict[str, Any]], using: str) -> dict[str, QuarantinedFingerprint]:
-    fingerprints = sorted({values["fingerprint"] for values in rows})
+    fingerprints = list({values["fingerprint"] for values in rows})
     parked = QuarantinedFingerprint.objects.using(using)
     return {q.fingerprint: q for part in _db.in_slices(fingerprints, _db.most_listed(_db.conn(using)))
             for q in parked.filter(fingerprint__in=part)}
