@@ -15,7 +15,7 @@ block so that backoff, schedules and retention can be stepped instead of waited 
             run_until_idle()
 
 With pytest, ``boson_clock`` is a ready-made fixture: add
-``from boson_django.testing import boson_clock`` to your ``conftest.py``.
+``from boson_django.testing import boson_clock  # noqa: F401`` to your ``conftest.py``.
 """
 
 from __future__ import annotations
