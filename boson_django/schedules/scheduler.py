@@ -184,13 +184,17 @@ def _wake(queue: str | None, using: str) -> None:
 
 @_db.store_transaction
 def postpone(name: str, *, using: str | None = None) -> None:
-    """Move a schedule that failed to enqueue to its next slot after now."""
+    """Move a schedule that failed to enqueue to its next slot after now; the due slots it
+    gives up count as skipped, as late ones do (the admin's "skipped" column)."""
     from boson_django.models import Schedule
 
     row = Schedule.objects.using(using).select_for_update().filter(name=name).first()
     if row is not None:
-        row.next_run_at = timing_of(row).next_after(clock.now(using))
-        row.save(using=using, update_fields=["next_run_at"])
+        now, timing = clock.now(using), timing_of(row)
+        given_up = slots.plan(timing, row.next_run_at, now, row.missed, row.grace_ms)
+        row.skipped_slots += len(given_up.fire) + given_up.skipped
+        row.next_run_at = timing.next_after(now)
+        row.save(using=using, update_fields=["next_run_at", "skipped_slots"])
 
 
 @_db.store_transaction

@@ -245,6 +245,7 @@ def test_a_schedule_whose_task_is_gone_is_postponed_and_others_still_fire(settin
     _step_minutes(store_clock, 2)
     assert len(_jobs("good")) == 2 and _jobs("bad") == []
     assert Schedule.objects.get(name="bad").next_run_at == EPOCH + 3 * MINUTE
+    assert Schedule.objects.get(name="bad").skipped_slots == 2, "each slot given up counts as skipped"
 
 
 def test_a_schedule_whose_task_is_gone_says_so_in_the_log(settings, store_clock, caplog):
