@@ -24,7 +24,9 @@ def own_transactions(view: View) -> View:
     a bulk action hands to a service commits by itself, as a worker's ack would. Inside the
     request's one transaction the action held every job row and rate-class bucket it had
     touched until its last job, and deadlocked with workers acking those jobs (they lock
-    jobs, then buckets; the action, having locked a bucket, waited for the next job)."""
+    jobs, then buckets; the action, having locked a bucket, waited for the next job).
+    A page's buttons (one job, queue or schedule) commit the same way: their service call
+    is the whole change, its locks not held while the page is rendered."""
     for alias in connections:
         view = transaction.non_atomic_requests(alias)(view)
     return view

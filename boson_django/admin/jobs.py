@@ -15,7 +15,7 @@ from django.views.decorators.http import require_POST
 
 from boson_django import clock, services
 from boson_django.admin import actions, display
-from boson_django.admin.base import ReadOnlyAdmin, has_perm
+from boson_django.admin.base import ReadOnlyAdmin, has_perm, own_transactions
 from boson_django.admin.filters import QueueFilter, TaskFilter
 from boson_django.models import Job, Run
 from boson_django.states import allows
@@ -193,6 +193,7 @@ class JobAdmin(ReadOnlyAdmin):
         view = self.admin_site.admin_view(require_POST(self.job_op_view))
         return [path("<path:object_id>/op/<str:op>/", view, name="boson_django_job_op"), *super().get_urls()]
 
+    @own_transactions
     def job_op_view(self, request: HttpRequest, object_id: str, op: str) -> HttpResponseRedirect:
         """``object_id`` is the URL form of the job's id, as on its page (see :meth:`detail_context`)."""
         if op not in OPS:

@@ -13,7 +13,7 @@ from django.views.decorators.http import require_POST
 
 from boson_django import services
 from boson_django.admin import audit, display
-from boson_django.admin.base import DeletedByService, has_perm
+from boson_django.admin.base import DeletedByService, has_perm, own_transactions
 from boson_django.models import Queue
 
 
@@ -82,6 +82,7 @@ class QueueAdmin(DeletedByService):
         view = self.admin_site.admin_view(require_POST(self.queue_op_view))
         return [path("<path:object_id>/op/<str:op>/", view, name="boson_django_queue_op"), *super().get_urls()]
 
+    @own_transactions
     def queue_op_view(self, request: HttpRequest, object_id: str, op: str) -> HttpResponseRedirect:
         if not has_perm(request, "operate_queue") or op not in ("pause", "resume"):
             raise PermissionDenied

@@ -130,6 +130,7 @@ class ScheduleAdmin(ReadOnlyAdmin):
         view = self.admin_site.admin_view(require_POST(self.schedule_op_view))
         return [path("<path:object_id>/op/<str:op>/", view, name="boson_django_schedule_op"), *super().get_urls()]
 
+    @own_transactions
     def schedule_op_view(self, request: HttpRequest, object_id: str, op: str) -> HttpResponseRedirect:
         if not has_perm(request, "operate_schedule") or op not in OPS:
             raise PermissionDenied

@@ -237,6 +237,17 @@ def test_every_boson_changelist_is_exempt_from_atomic_requests():
     assert {"JobAdmin", "ScheduleAdmin", "DashboardAdmin"} <= set(checked)
 
 
+@pytest.mark.parametrize("url", ["admin:boson_django_job_op", "admin:boson_django_queue_op", "admin:boson_django_schedule_op"])
+def test_the_page_buttons_are_exempt_from_atomic_requests(url):
+    """A job's, queue's or schedule's button calls one service, which commits by itself as
+    a bulk action's chunks do, not inside the request's transaction."""
+    from django.db import connections
+    from django.urls import resolve
+
+    view = resolve(reverse(url, args=["x", "cancel"])).func
+    assert set(connections) <= getattr(view, "_non_atomic_requests", set())
+
+
 @pytest.mark.parametrize("name", ["p_q", "x/y <b>?&%2F"])
 def test_the_queue_page_buttons_work_for_names_the_admin_escapes(superuser_client, db, name):
     """The page's buttons post to the name's admin URL form (``_`` is ``_5F``)."""
