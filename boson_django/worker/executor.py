@@ -216,10 +216,15 @@ def _in_thread(attempt: Attempt, task: Any) -> Finish:
     so a second pass before would find nothing to do. Only on a thread that ever opened
     a connection: Django's pass asks every alias through a thread-local lookup that
     raises twice per alias when there is none (~4 us per job, the worker's largest cost
-    of a handler that never touches the database)."""
+    of a handler that never touches the database). Inside the attempt's span, so the span
+    reports the failure of a handler that left a transaction open."""
+    return tracing.around_attempt(attempt, lambda: _run_then_end_connections(attempt, task))
+
+
+def _run_then_end_connections(attempt: Attempt, task: Any) -> Finish:
     left_open: list[str] = []
     try:
-        finish = tracing.around_attempt(attempt, lambda: run_sync(attempt, task))
+        finish = run_sync(attempt, task)
     finally:
         if _thread_state.opened_connection:
             left_open = end_connections()

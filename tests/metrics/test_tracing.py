@@ -101,3 +101,16 @@ def test_with_no_tracer_provider_an_attempt_carries_on_the_trace_it_was_enqueued
     _drain("untraced")
     assert services.get_result(plain.id).data == "0" * 32
     assert services.get_result(carried.id).data == parent
+
+
+def test_an_attempt_failed_for_a_transaction_left_open_is_an_error_span(live_clock, spans):
+    """A sync handler that returned inside a transaction fails its attempt: its span said
+    ``success`` with an OK status, as it was closed before the open transaction was found."""
+    from tests.testapp.tasks import leaves_atomic_open
+
+    leaves_atomic_open.using(queue_name="traced-leak").enqueue()
+    _drain("traced-leak")
+    attempt = _by_name(spans)["boson.attempt tests.testapp.tasks.leaves_atomic_open"]
+    assert attempt.attributes["boson.outcome"] == "retry"
+    assert attempt.status.status_code is StatusCode.ERROR
+    assert "TransactionLeftOpen" in attempt.status.description
