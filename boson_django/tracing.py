@@ -57,6 +57,16 @@ def _enqueue_span(batch: list[Any]) -> Iterator[list[Any]]:
         yield [_with_context(e, carrier) for e in batch] if carrier else batch
 
 
+def enqueued(rows: list[dict[str, Any]]) -> None:
+    """Name on the enqueue span the queue the first job went to: an envelope that left it
+    to the task's configuration had none when the span began."""
+    if trace is None or not rows:
+        return
+    span = trace.get_current_span()
+    if span.is_recording():
+        span.set_attribute("boson.queue", str(rows[0].get("queue") or ""))
+
+
 def _silent() -> bool:
     """Nobody would see the span: no tracer provider was set (the API's proxy with no SDK
     behind it makes non-recording spans) and no span is current (so there is no context

@@ -90,7 +90,9 @@ def enqueue(
     (:func:`wakeups.notify_at_commit`).
     """
     with tracing.enqueue_span(list(envelopes)) as batch:
-        return _submit(batch, unique, _db.alias(using))[0]
+        results, rows = _submit(batch, unique, _db.alias(using))
+        tracing.enqueued(rows)
+        return results
 
 
 def enqueue_one(envelope: Envelope, *, using: str | None = None) -> Enqueued:
@@ -98,6 +100,7 @@ def enqueue_one(envelope: Envelope, *, using: str | None = None) -> Enqueued:
     from it)."""
     with tracing.enqueue_span([envelope]) as batch:
         results, rows = _submit(batch, True, _db.alias(using))
+        tracing.enqueued(rows)
     return Enqueued(results[0], rows[0])
 
 

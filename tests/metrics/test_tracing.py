@@ -114,3 +114,15 @@ def test_an_attempt_failed_for_a_transaction_left_open_is_an_error_span(live_clo
     assert attempt.attributes["boson.outcome"] == "retry"
     assert attempt.status.status_code is StatusCode.ERROR
     assert "TransactionLeftOpen" in attempt.status.description
+
+
+def test_the_enqueue_span_names_the_queue_the_job_went_to(live_clock, spans, settings):
+    """An envelope that leaves its queue to the task's configuration (as a schedule's
+    does) had an empty ``boson.queue`` on its enqueue span."""
+    from boson_django.services import Envelope
+    from tests.metrics.tasks import traced
+
+    services.set_task_config(traced.module_path, queue="configured")
+    (job,) = services.enqueue([Envelope(task=traced.module_path, args=[1])])
+    assert services.job_state(job.id)[0].queue == "configured"
+    assert _by_name(spans)["boson.enqueue"].attributes["boson.queue"] == "configured"
