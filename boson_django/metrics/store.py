@@ -63,7 +63,10 @@ def _jobs(using: str, now: Any) -> Iterator[Any]:
     jobs = _gauge("boson_jobs", "Jobs in the store by queue and state.", ["queue", "state"])
     counts = {(row["queue"], row["state"]): row["n"]
               for row in Job.objects.using(using).order_by().values("queue", "state").annotate(n=Count("id"))}
-    queues = list(Queue.objects.using(using).values_list("name", "paused"))
+    rows = dict(Queue.objects.using(using).values_list("name", "paused"))
+    # A job can sit in a queue whose row was deleted as it was enqueued (delete_queue):
+    # its queue is reported all the same, unpaused (it is admitted).
+    queues = sorted({**dict.fromkeys((q for q, _ in counts), False), **rows}.items())
     # Every state of every queue, 0 included: a series that vanished when its last job
     # left would read as "no data" to a graph, an alert or a sum, not as none.
     for queue, _ in queues:

@@ -174,3 +174,18 @@ def test_a_queue_s_job_gauges_drop_to_zero_instead_of_vanishing(client, live_clo
     assert series.get(("boson_jobs", (("queue", "emptied"), ("state", "available")))) == 1
     assert {state for (name, labels) in series if name == "boson_jobs" and labels[0] == ("queue", "emptied")
             for state in [labels[1][1]]} == {s.value for s in JobState}
+
+
+def test_a_queue_with_jobs_but_no_queue_row_has_every_gauge(client, live_clock):
+    """A job whose enqueue commits while its idle queue's row is deleted sits in a queue
+    with no row (``services.delete_queue``); it is admitted all the same. Its queue had no
+    oldest-available age (so no backlog alert) and only the states it had jobs in."""
+    from boson_django.models import Queue
+
+    services.enqueue([envelope(NOOP, queue="rowless")])
+    Queue.objects.filter(name="rowless").delete()
+    live_clock.advance(400_000)
+    series, _ = scrape(client)
+    assert series[("boson_queue_oldest_available_age_seconds", (("queue", "rowless"),))] == 400
+    assert series[("boson_queue_paused", (("queue", "rowless"),))] == 0
+    assert series[("boson_jobs", (("queue", "rowless"), ("state", "failed")))] == 0
