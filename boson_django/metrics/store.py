@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from contextlib import nullcontext
 from typing import Any
 
-from django.db import DatabaseError, close_old_connections, connections
+from django.db import DatabaseError, connections, transaction
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
@@ -28,18 +29,26 @@ class StoreCollector(Collector):
         return []  # nothing is queried when the collector is registered
 
     def collect(self) -> Iterator[Any]:
+        """Inside a transaction (``ATOMIC_REQUESTS``, a test's, a view wrapping this one in
+        ``atomic``) the reads run in a savepoint and the connection is left open: closing
+        it ended the caller's transaction, and a failed read aborted it (PostgreSQL)."""
         using = _db.alias(self.using)
+        connection = connections[using]
+        nested = connection.in_atomic_block
         up = GaugeMetricFamily("boson_store_up", "1 if the last scrape could read the store.")
         try:
-            families = list(self._families(using))
+            with transaction.atomic(using=using) if nested else nullcontext():
+                families = list(self._families(using))
         except DatabaseError:
             log.warning("boson: metrics could not read the store", exc_info=True)
-            connections[using].close()
+            if not nested:
+                connection.close()
             up.add_metric([], 0)
             yield up
             return
         finally:
-            close_old_connections()
+            if not nested:
+                connection.close_if_unusable_or_obsolete()
         up.add_metric([], 1)
         yield up
         yield from families

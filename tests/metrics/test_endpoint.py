@@ -189,3 +189,29 @@ def test_a_queue_with_jobs_but_no_queue_row_has_every_gauge(client, live_clock):
     assert series[("boson_queue_oldest_available_age_seconds", (("queue", "rowless"),))] == 400
     assert series[("boson_queue_paused", (("queue", "rowless"),))] == 0
     assert series[("boson_jobs", (("queue", "rowless"), ("state", "failed")))] == 0
+
+
+def test_a_scrape_inside_a_transaction_leaves_it_open(client, db):
+    """A scrape in a transaction (a test's, ``ATOMIC_REQUESTS``, a view that wraps this one
+    in ``atomic``) closed the connection under it: the next query failed ("Cannot operate
+    on a closed database", "the connection is closed")."""
+    from django.db import connection
+
+    services.enqueue([envelope(NOOP, queue="in-tx")])
+    series, _ = scrape(client)
+    assert series[("boson_jobs", (("queue", "in-tx"), ("state", "available")))] == 1
+    assert connection.in_atomic_block and not connection.needs_rollback
+    services.enqueue([envelope(NOOP, queue="in-tx")])
+    series, _ = scrape(client)
+    assert series[("boson_jobs", (("queue", "in-tx"), ("state", "available")))] == 2
+
+
+def test_a_failed_scrape_inside_a_transaction_reports_the_store_down_and_leaves_it_usable(client, db):
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("ALTER TABLE boson_bucket RENAME TO boson_bucket_away")  # undone with the test's transaction
+    series, _ = scrape(client)
+    assert series == {("boson_store_up", ()): 0}
+    services.enqueue([envelope(NOOP, queue="after-failure")])
+    assert services.job_state(services.all_enqueued()[0].id)[0].queue == "after-failure"
