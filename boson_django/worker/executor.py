@@ -364,9 +364,9 @@ class Executor:
         between the calls for one batch."""
         found = resolve(attempt, known)
         future: Future[Finish] | JobFuture
-        if isinstance(found, Finish):
+        if isinstance(found, Finish):  # undecodable: no handler runs, but the attempt has its span
             future = attempt.future = JobFuture(on_done)
-            future.settle(found)
+            future.settle(tracing.around_attempt(attempt, lambda: found))
         elif _task_named(attempt.unit.envelope.task, known)[1]:
             future = attempt.future = self._loop_thread().submit(
                 tracing.around_attempt_async(attempt, run_async(attempt, found))

@@ -126,3 +126,18 @@ def test_the_enqueue_span_names_the_queue_the_job_went_to(live_clock, spans, set
     (job,) = services.enqueue([Envelope(task=traced.module_path, args=[1])])
     assert services.job_state(job.id)[0].queue == "configured"
     assert _by_name(spans)["boson.enqueue"].attributes["boson.queue"] == "configured"
+
+
+def test_an_undecodable_job_has_an_error_attempt_span_in_its_trace(live_clock, spans):
+    """A job naming no registered task ends UNDECODABLE without running a handler: it had
+    no attempt span, so its trace stopped at the enqueue."""
+    from boson_django.models import Job
+    from tests.metrics.tasks import traced
+
+    result = traced.using(queue_name="traced-gone").enqueue(1)
+    Job.objects.filter(id=result.id).update(task="tests.metrics.tasks.gone")
+    _drain("traced-gone")
+    attempt = _by_name(spans)["boson.attempt tests.metrics.tasks.gone"]
+    assert attempt.attributes["boson.outcome"] == "undecodable"
+    assert attempt.status.status_code is StatusCode.ERROR and "not a registered task" in attempt.status.description
+    assert attempt.parent.span_id == _by_name(spans)["boson.enqueue"].context.span_id
