@@ -150,3 +150,27 @@ def test_a_command_on_an_in_memory_sqlite_database_says_to_use_a_file(tmp_path, 
     assert "['TEST']['NAME']" in done.stderr
     assert "Traceback" not in done.stderr
     assert os.listdir(tmp_path) == []  # no file named after the URI was left behind
+
+
+@pytest.mark.parametrize("command", ["boson_status", "boson_sweep", "boson_check"])
+def test_output_into_a_closed_pipe_ends_quietly_with_status_141(tmp_path, command):
+    """``boson_status | head``: a reader that stops reading ended the command with a
+    BrokenPipeError traceback and status 1. Now: not a word, and 128 + SIGPIPE."""
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    env = dict(os.environ, DJANGO_SETTINGS_MODULE="tests.settings", PYTHONPATH=str(root), BOSON_TEST_DB="sqlite",
+               BOSON_SQLITE_PATH=str(tmp_path / "store.sqlite3"))
+    subprocess.run([sys.executable, "-m", "django", "migrate", "-v", "0"], cwd=root, env=env, check=True, timeout=120)
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first line is written
+    try:
+        done = subprocess.run([sys.executable, "-m", "django", command], cwd=root, env=env, stdout=write_end,
+                              stderr=subprocess.PIPE, text=True, timeout=60)
+    finally:
+        os.close(write_end)
+    assert done.returncode == 141, done.stderr
+    assert done.stderr == ""

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
+from boson_django.management.output import PrintingCommand
 from boson_django.management.store import checked_alias
 from boson_django.services import find_problems
 
 
-class Command(BaseCommand):
+class Command(PrintingCommand):
     help = "Check the store's invariants (leases, runs, fences, attempt accounting); exit 1 on problems."
 
     def add_arguments(self, parser: CommandParser) -> None:

@@ -9,12 +9,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import CommandParser
 from django.db.models import Count
 
 from boson_django import clock
 from boson_django.durations import duration
 from boson_django.management import arguments
+from boson_django.management.output import PrintingCommand
 from boson_django.management.store import checked_alias
 from boson_django.models import Duty, Job, Queue
 from boson_django.states import JobState
@@ -23,7 +24,7 @@ STATES = [s.value for s in JobState]
 WAITING = [JobState.AVAILABLE.value, JobState.SCHEDULED.value, JobState.RETRYABLE.value]
 
 
-class Command(BaseCommand):
+class Command(PrintingCommand):
     help = "Show queues x states, running leases, duties, quarantined jobs and the oldest waiting job."
 
     def add_arguments(self, parser: CommandParser) -> None:

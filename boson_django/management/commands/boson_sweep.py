@@ -5,16 +5,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import CommandParser
 
 from boson_django import conf
 from boson_django.management import arguments
+from boson_django.management.output import PrintingCommand
 from boson_django.management.store import checked_alias
 from boson_django.worker.runtime import default_worker_id
 from boson_django.worker.sweeper import Sweeper
 
 
-class Command(BaseCommand):
+class Command(PrintingCommand):
     help = "Run the sweeps once: promote due jobs, reclaim expired leases, evict finished jobs."
 
     def add_arguments(self, parser: CommandParser) -> None:
