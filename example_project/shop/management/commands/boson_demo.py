@@ -23,6 +23,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from boson_django import services
+from boson_django.management import arguments
 
 from shop.demo import database, display, mix
 from shop.demo.supervisor import Supervisor
@@ -35,9 +36,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--drain", action="store_true",
                             help="Non-interactive: drain every job on a stepped store clock, check where each ended, exit.")
-        parser.add_argument("--port", type=int, default=8000, help="Development server port (default 8000, or the next free one).")
+        parser.add_argument("--port", type=arguments.port, default=8000, help="Development server port (default 8000, or the next free one).")
         parser.add_argument("--keep", action="store_true", help="Keep the existing demo database instead of starting fresh.")
-        parser.add_argument("--timeout", type=float, default=180.0, help="--drain: give up after this many seconds.")
+        parser.add_argument("--timeout", type=arguments.seconds, default=180.0, help="--drain: give up after this many seconds.")
         parser.add_argument("--log-dir", default=str(Path(settings.BASE_DIR) / "demo-logs"),
                             help="Where worker and server logs go.")
 
@@ -165,10 +166,11 @@ def _stop_like_ctrl_c(*signums: signal.Signals) -> None:
 
 
 def _free_port(first: int) -> int:
-    for port in range(first, first + 20):
+    last = min(first + 19, 65535)
+    for port in range(first, last + 1):
         with socket.socket() as sock:
             if sock.connect_ex(("127.0.0.1", port)) != 0:
                 return port
-    raise CommandError(f"no free port in {first}..{first + 19}; pass --port")
+    raise CommandError(f"no free port in {first}..{last}; pass --port")
 
 
