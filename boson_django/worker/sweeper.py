@@ -1,6 +1,6 @@
-"""The sweeps (promote due jobs, reclaim expired leases, evict finished jobs) inside
-workers, each under a duty lease so that one node runs it per tick however many workers
-share the database.
+"""The sweeps (promote due jobs, reclaim expired leases, evict finished jobs, prune old
+throughput counters, tick due schedules) inside workers, each under a duty lease so that
+one node runs it per tick however many workers share the database.
 
 A duty's lease is a few sweep intervals long: its holder keeps extending it, and if the
 holder dies another worker takes over once it lapses on the store clock.

@@ -62,6 +62,15 @@ def test_sweep_promotes_reclaims_and_evicts_once(live_clock):
     assert state(done.id) is None
 
 
+def test_sweep_help_names_every_sweep_it_runs():
+    """Its help named promote, reclaim and evict only; it also prunes and ticks schedules."""
+    from boson_django.management.commands.boson_sweep import Command
+    from boson_django.worker.sweeper import DUTIES
+
+    for name, _ in DUTIES:
+        assert name.removeprefix("boson.") in Command.help
+
+
 def test_sweep_skips_a_duty_another_node_holds(live_clock):
     services.claim_duty("boson.reclaim", "someone-else", 60_000)
     text = run("boson_sweep")

@@ -1,5 +1,6 @@
-"""``manage.py boson_sweep``: run promote/reclaim/evict once, under the same duty leases
-workers use (a duty another node holds is reported and skipped)."""
+"""``manage.py boson_sweep``: run each sweep (promote, reclaim, evict, prune, schedule)
+once, under the same duty leases workers use (a duty another node holds is reported and
+skipped)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from boson_django.worker.sweeper import Sweeper
 
 
 class Command(PrintingCommand):
-    help = "Run the sweeps once: promote due jobs, reclaim expired leases, evict finished jobs."
+    help = ("Run the sweeps once: promote due jobs, reclaim expired leases, evict finished jobs, "
+            "prune old throughput counters, tick due schedules.")
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--batch", type=arguments.positive, help="Most jobs per sweep call (default BOSON['SWEEP_BATCH']).")
