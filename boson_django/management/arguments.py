@@ -7,6 +7,9 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
+from boson_django import validation
+from boson_django.errors import InvalidEnvelope
+
 
 def whole(minimum: int) -> Callable[[str], int]:
     """A whole number >= ``minimum``."""
@@ -46,6 +49,22 @@ def seconds(text: str) -> float:
 
 
 def queue_name(text: str) -> str:
+    """A queue name the store takes: a name past 100 characters, or with a control
+    character, ended in a traceback from the worker's first admission."""
     if not text.strip():
         raise argparse.ArgumentTypeError("a queue name cannot be empty")
-    return text
+    return _name(text, validation.MAX_NAME)
+
+
+def worker_id(text: str) -> str:
+    """A holder name the store takes (at most 255 printable characters): a longer one, a
+    blank one or one with a control character ended in a traceback from the worker's
+    first duty claim. Empty, as before, leaves the default."""
+    return text and _name(text, 255)
+
+
+def _name(text: str, max_len: int) -> str:
+    try:
+        return validation.name(text, "name", max_len=max_len)
+    except InvalidEnvelope as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{exc.field}: ")) from None

@@ -89,6 +89,11 @@ def test_worker_rejects_a_bad_concurrency():
     ("--grace-seconds", "-1", "must be a number of seconds >= 0, got '-1'"),
     ("--grace-seconds", "nan", "must be a number of seconds >= 0"),
     ("--queue", " ", "a queue name cannot be empty"),
+    ("--queue", "q" * 101, "must be at most 100 characters"),
+    ("--queue", "a\nb", "contains a control character ('\\n')"),
+    ("--worker-id", "w" * 256, "must be at most 255 characters"),
+    ("--worker-id", " ", "must be a non-empty string"),
+    ("--worker-id", "w\x1b[31m", "contains a control character ('\\x1b')"),
 ])
 def test_worker_options_out_of_range_are_refused_by_name(live_clock, option, value, says):
     waiting = noop.enqueue()

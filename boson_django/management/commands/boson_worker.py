@@ -25,7 +25,7 @@ class Command(BaseCommand):
         parser.add_argument("--max-jobs", type=arguments.positive, help="Exit 0 after admitting this many jobs.")
         parser.add_argument("--poll-interval-ms", type=arguments.positive, help="Idle poll period (default BOSON['POLL_INTERVAL_MS']).")
         parser.add_argument("--no-notify", action="store_true", help="Poll only: no LISTEN/NOTIFY (PgBouncer, SQLite).")
-        parser.add_argument("--worker-id", help="Name recorded on leases and runs (default host:pid:random).")
+        parser.add_argument("--worker-id", type=arguments.worker_id, help="Name recorded on leases and runs (default host:pid:random).")
         parser.add_argument("--grace-seconds", type=arguments.seconds,
                             help="On SIGTERM, how long running jobs may finish (default BOSON['SHUTDOWN_GRACE_MS']).")
         parser.add_argument("--database", help="Database alias of the store (default BOSON['DATABASE']).")
