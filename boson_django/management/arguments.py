@@ -21,6 +21,8 @@ def whole(minimum: int) -> Callable[[str], int]:
             raise argparse.ArgumentTypeError(f"must be a whole number >= {minimum}, got {text!r}") from None
         if value < minimum:
             raise argparse.ArgumentTypeError(f"must be a whole number >= {minimum}, got {text!r}")
+        if value > validation.MAX_COUNT:  # past the store's integers: a DataError traceback
+            raise argparse.ArgumentTypeError(f"must be a whole number <= {validation.MAX_COUNT}, got {text!r}")
         return value
 
     return parse

@@ -107,6 +107,8 @@ def test_worker_options_out_of_range_are_refused_by_name(live_clock, option, val
     ("boson_sweep", "--batch", "-3", "must be a whole number >= 1, got '-3'"),
     ("boson_sweep", "--batch", "0", "must be a whole number >= 1, got '0'"),
     ("boson_status", "--leases", "-5", "must be a whole number >= 0, got '-5'"),
+    ("boson_status", "--leases", str(10**20), "must be a whole number <= 2147483647"),
+    ("boson_sweep", "--batch", str(2**31), "must be a whole number <= 2147483647"),
 ])
 def test_status_and_sweep_options_out_of_range_are_refused_by_name(live_clock, command, option, value, says):
     """Not a traceback from the store (a negative slice, a sweep's ``limit``), nor a sweep
