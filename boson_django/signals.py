@@ -18,8 +18,7 @@ def tune_sqlite(sender: Any, connection: Any, **kwargs: Any) -> None:
     """
     if connection.vendor != "sqlite":
         return
-    name = str(connection.settings_dict.get("NAME") or "")
-    if not name or ":memory:" in name or "mode=memory" in name:
+    if not connection.settings_dict.get("NAME") or connection.is_in_memory_db():
         return
     with connection.cursor() as cursor:
         try:
