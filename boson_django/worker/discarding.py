@@ -27,7 +27,8 @@ def apply(batch: Batch, using: str) -> Batch:
     """``batch`` with each failure whose exception its task's ``discard_on`` lists made
     DISCARD (same error, logs and exception); ``batch`` itself when it holds no failure.
     A database error propagates (the caller's flush is retried whole)."""
-    failing = {attempt.unit.envelope.task for attempt, finish in batch if _may_discard(finish)}
+    failing = {attempt.unit.envelope.task for attempt, finish in batch
+               if finish.exception is not None and finish.outcome is Outcome.RETRY}  # inline: once per job
     if not failing:
         return batch
     configured = _configured(failing, using)
