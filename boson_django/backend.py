@@ -17,10 +17,10 @@ from boson_django.compat import (
     TaskResultDoesNotExist,
     task_enqueued,
 )
-from boson_django.errors import InvalidEnvelope
+from boson_django.errors import InvalidEnvelope, InvalidTask
 from boson_django.schedules.spec import Schedule, as_schedules
 from boson_django.services import _db
-from boson_django.services.enqueue import enqueue_one
+from boson_django.services.enqueue import POLICY_CHECKS, enqueue_one
 from boson_django.taskresults import build_result, enqueued_result
 
 #: Boson's per-task policy, accepted by ``@task(...)`` and ``.using(...)``.
@@ -65,7 +65,7 @@ class BosonTask(Task):  # type: ignore[misc,valid-type,unused-ignore]
         ``crash_limit`` is the task's own (``@task`` or its TaskConfig row), never per call."""
         for name in TASK_ONLY_OPTIONS:
             if name in changes:
-                raise InvalidEnvelope(name, "is set per task (@task(...) or its TaskConfig row), not per call with .using()")
+                raise InvalidTask(name, "is set per task (@task(...) or its TaskConfig row), not per call with .using()")
         policy = {k: changes.pop(k) for k in list(changes) if k in POLICY_OPTIONS}
         given = {_ENVELOPE_NAMES.get(k, k) for k, v in {**changes, **policy}.items() if v is not None}
         return replace(Task.using(self, **changes), **policy, per_call=self.per_call | given)
@@ -93,16 +93,35 @@ class BosonBackend(BaseTaskBackend):  # type: ignore[misc,valid-type,unused-igno
         self._listed_queues = params.get("QUEUES")
         self.database: str | None = (self.options if isinstance(self.options, dict) else {}).get("database")
 
+    def validate_task(self, task: Any) -> None:
+        """Django's checks, then what the store must be able to hold: the task's name, its
+        queue name and its boson policy. Raises ``InvalidTask`` naming the field; Django
+        calls this from ``Task.__post_init__`` -- at ``@task`` and at ``.using()`` -- and
+        :meth:`enqueue` calls it again."""
+        super().validate_task(task)
+        try:
+            _check_policy(task)
+        except InvalidEnvelope as exc:
+            raise InvalidTask(exc.field, exc.reason) from None
+
     def enqueue(self, task: Any, args: Any, kwargs: Any) -> Any:
         """Enqueue one call; a created job wakes idle workers when it commits.
 
         The result of a job it created is built from the row it wrote (what
         :func:`build_result` would read back); a duplicate or parked job is read.
+        A refusal of the task or of its policy (a task the worker may not run, a unique
+        key its function made too long) is ``InvalidTask``; one of the arguments stays
+        ``InvalidEnvelope`` (``UnsupportedType``, a ``TypeError``, for a type JSON cannot hold).
         """
         self.validate_task(task)
         envelope = envelope_for(task, list(args), dict(kwargs))
         using = _db.alias(self.database)
-        done = enqueue_one(envelope, using=using)
+        try:
+            done = enqueue_one(envelope, using=using)
+        except InvalidEnvelope as exc:
+            if exc.field not in _TASK_FIELDS or isinstance(exc, InvalidTask):
+                raise
+            raise InvalidTask(exc.field, exc.reason) from None
         created = done.result.disposition == "created"
         result = enqueued_result(task, done.result.id, done.values, self.alias) if created else None
         if result is None:
@@ -120,6 +139,29 @@ class BosonBackend(BaseTaskBackend):  # type: ignore[misc,valid-type,unused-igno
         if result is None:
             raise TaskResultDoesNotExist(result_id)
         return result
+
+
+def _check_policy(task: Any) -> None:
+    """``InvalidEnvelope`` naming the first field of ``task`` enqueue would refuse: its
+    name, its queue name, a boson policy option (``unique_key``: a key the store can
+    hold, or a function of the call's arguments)."""
+    validation.name(task.module_path, "task", max_len=255)
+    validation.name(task.queue_name, "queue_name")
+    for option in POLICY_OPTIONS:
+        value = getattr(task, option, None)
+        if value is None or option == "unique_key":
+            continue
+        POLICY_CHECKS[option](value, None)
+    key = getattr(task, "unique_key", None)
+    if isinstance(key, str):
+        validation.name(key, "unique_key", max_len=validation.MAX_KEY, key=True)
+    elif key is not None and not callable(key):
+        raise InvalidEnvelope("unique_key", f"must be a string or a function of the task's arguments, got {key!r:.60}")
+
+
+#: The envelope fields whose refusal at enqueue is the task's (``InvalidTask``), not the
+#: arguments'.
+_TASK_FIELDS = frozenset({"task", "queue", "priority", "unique_key", "run_at", *POLICY_OPTIONS})
 
 
 def _could_exist(result_id: Any) -> bool:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from boson_django.compat import InvalidTaskError
+
 
 class StoreError(Exception):
     """Base class of every error boson_django raises on purpose."""
@@ -21,6 +23,8 @@ class InvalidEnvelope(StoreError, ValueError):
     def __init__(self, field: str, message: str, *, index: int | None = None):
         self.field = field
         self.index = index
+        #: The message without the field's name.
+        self.reason = message
         where = f"envelope[{index}].{field}" if index is not None else field
         super().__init__(f"{where}: {message}")
 
@@ -29,6 +33,14 @@ class UnsupportedType(InvalidEnvelope, TypeError):
     """A value of a type JSON cannot hold (a set, a datetime, an object). Also a
     ``TypeError``, which is what Django's own backends raise for it at enqueue, so
     ``except TypeError`` around ``task.enqueue(...)`` catches it here too."""
+
+
+class InvalidTask(InvalidEnvelope, InvalidTaskError):
+    """A task, or an option of it, the Tasks backend cannot accept (a queue name the store
+    cannot hold, a policy option out of range, ``.using(crash_limit=...)``): Django's
+    ``InvalidTask`` (``InvalidTaskError`` on the backport), raised where Django raises it
+    -- from the backend's ``validate_task``, so at ``@task`` and ``.using()``, and from
+    ``enqueue`` -- and still an ``InvalidEnvelope`` naming the field."""
 
 
 class UnknownJob(StoreError, LookupError):

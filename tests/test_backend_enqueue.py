@@ -6,10 +6,11 @@ import pytest
 from django.test import override_settings
 
 from boson_django import services
-from boson_django.compat import InvalidTaskError, TaskResultStatus
+from boson_django.compat import InvalidTaskError, TaskResultStatus, task
 from boson_django.errors import InvalidEnvelope
 from boson_django.models import Job
-from tests.testapp.tasks import add, overlong_fixed_key, rebuild_index, send_mail
+from tests.testapp import contract_tasks
+from tests.testapp.tasks import add, rebuild_index, send_mail
 
 
 def test_enqueue_through_django_api_uses_module_path(store_clock):
@@ -51,8 +52,9 @@ def test_crash_limit_comes_from_the_task_not_from_using(store_clock):
     """No envelope carries a crash limit: ``.using(crash_limit=...)`` was accepted and then
     dropped without a word. It is refused, naming the field; the task's own comes from
     its TaskConfig row, then ``@task``, then ``BOSON``."""
-    with pytest.raises(InvalidEnvelope, match="crash_limit"):
+    with pytest.raises(InvalidTaskError, match="^crash_limit: ") as raised:
         send_mail.using(crash_limit=1)
+    assert isinstance(raised.value, InvalidEnvelope) and raised.value.field == "crash_limit"
     assert not Job.objects.exists()
     assert Job.objects.get(id=send_mail.enqueue("a@x").id).crash_limit == 3  # BOSON["CRASH_LIMIT"]
     services.set_task_config("tests.testapp.tasks.send_mail", crash_limit=1)
@@ -66,23 +68,14 @@ def test_static_unique_key_deduplicates(store_clock):
     assert Job.objects.filter(task="tests.testapp.tasks.rebuild_index").count() == 1
 
 
-def test_a_fixed_unique_key_too_long_is_refused_naming_it_and_nothing_is_written(store_clock):
-    # A task's own fixed key went unchecked: PostgreSQL failed the insert with a
-    # DataError; SQLite stored a key longer than the column.
-    with pytest.raises(InvalidEnvelope, match="unique_key"):
-        overlong_fixed_key.enqueue()
-    with pytest.raises(InvalidEnvelope, match="unique_key"):
-        services.enqueue([services.Envelope(task=overlong_fixed_key.module_path)])
-    assert not Job.objects.filter(task=overlong_fixed_key.module_path).exists()
-    created = overlong_fixed_key.using(unique_key="short").enqueue()  # a key of its own needs none
-    assert Job.objects.get(id=created.id).unique_key == "short"
-
-
-def test_a_fixed_unique_key_too_long_does_not_refuse_an_enqueue_that_claims_no_key(store_clock):
-    """``unique=False`` stores no unique key: the task's own, unusable, is not needed."""
-    (result,) = services.enqueue([services.Envelope(task=overlong_fixed_key.module_path)], unique=False)
-    assert result.disposition == "created"
-    assert Job.objects.get(id=result.id).unique_key is None
+def test_a_fixed_unique_key_too_long_is_refused_at_decoration_naming_it(store_clock):
+    """A task's own fixed key went unchecked: PostgreSQL failed the insert with a
+    DataError; SQLite stored a key longer than the column. Django's ``InvalidTask`` is
+    raised by ``@task`` itself now, as for any option the store cannot hold."""
+    with pytest.raises(InvalidTaskError, match="^unique_key: must be at most 255 characters"):
+        task(unique_key="k" * 256)(contract_tasks.order_marker.func)
+    created = add.using(unique_key="k" * 255).enqueue(1, 2)
+    assert Job.objects.get(id=created.id).unique_key == "k" * 255
 
 
 def test_result_task_is_the_task_enqueued_with_its_using_overrides(store_clock):

@@ -38,7 +38,7 @@ _CONFLICT = f"ON CONFLICT (unique_key) WHERE state IN ({_HOLDING_SQL}) AND uniqu
 _CONFIG_TRIES = 3
 
 #: Each policy field's check, for an envelope's own value and for the resolved one alike.
-_POLICY_CHECKS: dict[str, Callable[[Any, int], Any]] = {
+POLICY_CHECKS: dict[str, Callable[[Any, int], Any]] = {
     "queue": lambda v, i: validation.name(v, "queue", index=i),
     "priority": lambda v, i: validation.priority(v, index=i),
     "weight": lambda v, i: validation.amount(v, "weight", index=i),
@@ -52,17 +52,17 @@ _POLICY_CHECKS: dict[str, Callable[[Any, int], Any]] = {
 #: The policy an envelope may give itself, in the order it is checked (``crash_limit``
 #: comes from TaskConfig, code or settings only).
 _GIVEN_CHECKS: dict[str, Callable[[Any, int], Any]] = {
-    "queue": _POLICY_CHECKS["queue"],
-    "priority": _POLICY_CHECKS["priority"],
+    "queue": POLICY_CHECKS["queue"],
+    "priority": POLICY_CHECKS["priority"],
     "unique_key": lambda v, i: validation.name(v, "unique_key", index=i, max_len=255, key=True),
-    **{name: _POLICY_CHECKS[name] for name in (
+    **{name: POLICY_CHECKS[name] for name in (
         "weight", "rate_class", "max_attempts", "retention_ms", "lease_ms", "timeout_ms")},
 }
 
 #: The checks of a task's defaults: its policy, and a fixed unique key when it has one.
 _DEFAULT_CHECKS: dict[str, Callable[[Any, int], Any]] = {
     "unique_key": lambda v, i: None if v is None else _GIVEN_CHECKS["unique_key"](v, i),
-    **_POLICY_CHECKS,
+    **POLICY_CHECKS,
 }
 
 
