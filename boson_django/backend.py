@@ -6,9 +6,12 @@ One code path for ``django.tasks`` (Django 6) and the ``django_tasks`` backport
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
+
+from django.utils.module_loading import import_string
 
 from boson_django import _installed, checks, registry, services, validation  # noqa: F401 -- _installed first
 from boson_django.compat import (
@@ -70,6 +73,18 @@ class BosonTask(Task):  # type: ignore[misc,valid-type,unused-ignore]
         given = {_ENVELOPE_NAMES.get(k, k) for k, v in {**changes, **policy}.items() if v is not None}
         return replace(Task.using(self, **changes), **policy, per_call=self.per_call | given)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as Django 6.1 pickles a Task, by its module path, on the backport too
+        (whose Task does not pickle). A ``unique_key`` function that is the declared
+        task's (a lambda, often) is left out and taken from the declared task again when
+        unpickled; another function pickles as Python pickles functions (by reference:
+        a lambda given only to ``.using(...)`` cannot be pickled)."""
+        state = {f.name: getattr(self, f.name) for f in fields(self)}
+        state["func"] = self.module_path
+        if callable(self.unique_key) and self.unique_key is getattr(_task_at(self.module_path), "unique_key", None):
+            state["unique_key"] = _Pickled.DECLARED_KEY
+        return (_unpickled, (type(self), state))
+
     def boson_policy(self) -> dict[str, Any]:
         """The code defaults ``registry.defaults_for`` reports for this task."""
         found = {name: getattr(self, name) for name in POLICY_OPTIONS if name != "unique_key"}
@@ -77,6 +92,32 @@ class BosonTask(Task):  # type: ignore[misc,valid-type,unused-ignore]
             found["unique_key"] = self.unique_key
         found.update(queue=self.queue_name, priority=self.priority)
         return found
+
+
+class _Pickled(enum.Enum):
+    #: A pickled task's ``unique_key`` is its declared task's.
+    DECLARED_KEY = "declared"
+
+
+def _task_at(path: str) -> Any | None:
+    """The object at ``path``: a Task's module path names its declared Task."""
+    try:
+        return import_string(path)
+    except ImportError:
+        return None
+
+
+def _unpickled(cls: type, state: dict[str, Any]) -> Any:
+    """A pickled task (:meth:`BosonTask.__reduce__`) rebuilt from its declared task, found
+    by its module path; ``ValueError`` when that is no Task any more, as Django raises."""
+    path = state["func"]
+    declared = _task_at(path)
+    if not isinstance(declared, Task):
+        raise ValueError(f"Expected {path!r} to point to a Task instance.")
+    state["func"] = declared.func
+    if state.get("unique_key") is _Pickled.DECLARED_KEY:
+        state["unique_key"] = getattr(declared, "unique_key", None)
+    return cls(**state)
 
 
 class BosonBackend(BaseTaskBackend):  # type: ignore[misc,valid-type,unused-ignore]
