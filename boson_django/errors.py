@@ -18,15 +18,18 @@ class DuplicateJobId(StoreError):
 
 
 class InvalidEnvelope(StoreError, ValueError):
-    """Bad input: the message names the offending field."""
+    """Bad input: the message names the offending field (and, inside a JSON value, where
+    in it: ``at`` is a path such as ``[0]['name']``)."""
 
-    def __init__(self, field: str, message: str, *, index: int | None = None):
+    def __init__(self, field: str, message: str, *, index: int | None = None, at: str = ""):
         self.field = field
         self.index = index
         #: The message without the field's name.
         self.reason = message
+        #: Where in the field's value (a JSON path, ``[0]['name']``), or empty.
+        self.at = at
         where = f"envelope[{index}].{field}" if index is not None else field
-        super().__init__(f"{where}: {message}")
+        super().__init__(f"{where}{at}: {message}")
 
 
 class UnsupportedType(InvalidEnvelope, TypeError):
