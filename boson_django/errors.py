@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from django.db import DEFAULT_DB_ALIAS, DatabaseError
+
 from boson_django.compat import InvalidTaskError
 
 
@@ -44,6 +46,21 @@ class InvalidTask(InvalidEnvelope, InvalidTaskError):
     ``InvalidTask`` (``InvalidTaskError`` on the backport), raised where Django raises it
     -- from the backend's ``validate_task``, so at ``@task`` and ``.using()``, and from
     ``enqueue`` -- and still an ``InvalidEnvelope`` naming the field."""
+
+
+class StoreNotMigrated(StoreError, DatabaseError):
+    """An enqueue into a database that does not have boson_django's tables: ``manage.py
+    migrate`` has not run there. A ``DatabaseError`` still (code catching the driver's
+    ``no such table`` catches it); ``__cause__`` is that error, ``missing`` the tables."""
+
+    def __init__(self, alias: str, missing: list[str]):
+        self.alias = alias
+        self.missing = missing
+        command = "python manage.py migrate" + ("" if alias == DEFAULT_DB_ALIAS else f" --database {alias}")
+        super().__init__(
+            f"boson_django's tables are not in database {alias!r} (no {', '.join(missing)}): "
+            f"run `{command}` before enqueueing"
+        )
 
 
 class UnknownJob(StoreError, LookupError):

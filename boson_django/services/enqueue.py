@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
-from django.db import IntegrityError
+from django.db import DatabaseError, IntegrityError
 
 from boson_django import clock, conf, ids, policies, registry, tracing, transitions, validation
 from boson_django.errors import DuplicateJobId, InvalidEnvelope
 from boson_django.models import QuarantinedFingerprint
-from boson_django.services import _db, config, enqueue_pg, history, wakeups
+from boson_django.services import _db, config, enqueue_pg, history, migrated, wakeups
 from boson_django.services.types import EnqueueResult, Envelope
 from boson_django.states import UNIQUE_HOLDING, JobState
 
@@ -105,6 +105,15 @@ def enqueue_one(envelope: Envelope, *, using: str | None = None) -> Enqueued:
 
 
 def _submit(batch: list[Envelope], unique: bool, using: str) -> tuple[list[EnqueueResult], list[dict[str, Any]]]:
+    """The batch inserted; ``StoreNotMigrated`` when it failed for want of boson's tables."""
+    try:
+        return _submit_to(batch, unique, using)
+    except DatabaseError as exc:
+        migrated.refuse_unmigrated(using, exc)
+        raise
+
+
+def _submit_to(batch: list[Envelope], unique: bool, using: str) -> tuple[list[EnqueueResult], list[dict[str, Any]]]:
     connection = _db.conn(using)
     if len(batch) == 1 and _db.is_postgres(connection) and not connection.in_atomic_block:
         if connection.get_autocommit():  # connects first, as Django's does
