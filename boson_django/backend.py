@@ -137,8 +137,7 @@ class BosonBackend(BaseTaskBackend):  # type: ignore[misc,valid-type,unused-igno
     def validate_task(self, task: Any) -> None:
         """Django's checks, then what the store must be able to hold: the task's name, its
         queue name and its boson policy. Raises ``InvalidTask`` naming the field; Django
-        calls this from ``Task.__post_init__`` -- at ``@task`` and at ``.using()`` -- and
-        :meth:`enqueue` calls it again."""
+        calls this from ``Task.__post_init__``: at ``@task`` and at ``.using()``."""
         super().validate_task(task)
         try:
             _check_policy(task)
@@ -153,8 +152,13 @@ class BosonBackend(BaseTaskBackend):  # type: ignore[misc,valid-type,unused-igno
         A refusal of the task or of its policy (a task the worker may not run, a unique
         key its function made too long) is ``InvalidTask``; one of the arguments stays
         ``InvalidEnvelope`` (``UnsupportedType``, a ``TypeError``, for a type JSON cannot hold).
+
+        Django's checks of the task run again, as in Django's own backends (``QUEUES`` may
+        have changed since the task was made); boson's, of values a frozen task cannot
+        change, are not repeated (they ran when it was made, 2-4 us): the envelope's own
+        checks refuse the same values, as ``InvalidTask`` too, for a task made otherwise.
         """
-        self.validate_task(task)
+        BaseTaskBackend.validate_task(self, task)
         envelope = envelope_for(task, list(args), dict(kwargs))
         using = _db.alias(self.database)
         try:

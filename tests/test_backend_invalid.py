@@ -66,20 +66,26 @@ def test_crash_limit_given_to_using_is_an_invalid_task(db):
     assert "not per call" in str(raised.value)
 
 
-def test_validate_task_itself_refuses_them(db):
-    """``validate_task`` is the backend's public check, as Django's own backends have it."""
+@pytest.mark.parametrize("option, value, named", [
+    ("max_attempts", 0, "max_attempts"), ("weight", -1, "weight"), ("unique_key", 3, "unique_key"),
+    ("queue_name", "a\nb", "queue"), ("rate_class", "", "rate_class"),
+])
+def test_a_task_made_without_its_checks_is_refused_by_validate_task_and_by_enqueue(db, option, value, named):
+    """``validate_task`` is the backend's public check, as Django's own backends have it.
+    A task made without ``__post_init__`` skipped it: its enqueue refuses the same value
+    with ``InvalidTask`` too (naming the envelope's field), nothing written."""
     backend = task_backends["default"]
     backend.validate_task(add)
-    unchecked = object.__new__(type(add))  # no __post_init__: the state a Task can be in when enqueued
+    unchecked = object.__new__(type(add))
     for name in type(add).__dataclass_fields__:
         object.__setattr__(unchecked, name, getattr(add, name))
-    object.__setattr__(unchecked, "max_attempts", 0)
+    object.__setattr__(unchecked, option, value)
     with pytest.raises(InvalidTaskError) as raised:
         backend.validate_task(unchecked)
-    _refused(raised, "max_attempts")
+    _refused(raised, option)
     with pytest.raises(InvalidTaskError) as raised:
         unchecked.enqueue(1, 2)
-    _refused(raised, "max_attempts")
+    _refused(raised, named)
     with pytest.raises(InvalidTaskError):
         async_to_sync(unchecked.aenqueue)(1, 2)
     assert not Job.objects.exists()
