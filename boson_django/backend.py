@@ -7,6 +7,7 @@ One code path for ``django.tasks`` (Django 6) and the ``django_tasks`` backport
 from __future__ import annotations
 
 import enum
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -31,6 +32,9 @@ POLICY_OPTIONS = (
     "max_attempts", "unique_key", "rate_class", "weight", "retention_ms", "lease_ms",
     "timeout_ms", "crash_limit",
 )
+_POLICY = frozenset(POLICY_OPTIONS)
+#: What Django's ``Task.using`` takes (a value of None leaves the task's).
+_DJANGO_USING = frozenset(inspect.signature(Task.using).parameters) - {"self"}
 #: Policy a job takes from its task only (``@task``, TaskConfig, settings): no envelope
 #: carries it, so ``.using(...)`` refuses it rather than drop it.
 TASK_ONLY_OPTIONS = ("crash_limit",)
@@ -69,9 +73,14 @@ class BosonTask(Task):  # type: ignore[misc,valid-type,unused-ignore]
         for name in TASK_ONLY_OPTIONS:
             if name in changes:
                 raise InvalidTask(name, "is set per task (@task(...) or its TaskConfig row), not per call with .using()")
-        policy = {k: changes.pop(k) for k in list(changes) if k in POLICY_OPTIONS}
-        given = {_ENVELOPE_NAMES.get(k, k) for k, v in {**changes, **policy}.items() if v is not None}
-        return replace(Task.using(self, **changes), **policy, per_call=self.per_call | given)
+        unknown = changes.keys() - _DJANGO_USING - _POLICY
+        if unknown:
+            raise TypeError(f"using() got an unexpected keyword argument {min(unknown)!r}")
+        # One copy, checked once: Django's options as its Task.using sets them (None keeps
+        # the task's), boson's as given (None: TaskConfig, then settings, decide).
+        given = {k: v for k, v in changes.items() if v is not None or k in _POLICY}
+        per_call = self.per_call | {_ENVELOPE_NAMES.get(k, k) for k, v in changes.items() if v is not None}
+        return replace(self, **given, per_call=per_call)
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled as Django 6.1 pickles a Task, by its module path, on the backport too

@@ -189,3 +189,13 @@ def test_djangos_immediate_backend_keeps_a_nul_argument_and_a_nan_return_value(d
         assert contract_tasks.order_marker.using(backend="immediate").enqueue("a\x00b").return_value == "a\x00b"
         returned = contract_tasks.returns_value.using(backend="immediate").enqueue(float("nan")).return_value
     assert returned != returned  # NaN
+
+
+def test_using_keeps_djangos_meaning_of_its_arguments(db):
+    """As Django's ``Task.using``: None leaves the task's value, an unknown keyword is a
+    ``TypeError``; a boson option given as None falls back to TaskConfig and settings."""
+    moved = send_mail.using(priority=7, queue_name="mail")
+    assert moved.using(priority=None, queue_name=None, run_after=None, backend=None) == moved
+    assert send_mail.using(max_attempts=None).max_attempts is None
+    with pytest.raises(TypeError, match="unexpected keyword argument 'priorty'"):
+        send_mail.using(priorty=3)
