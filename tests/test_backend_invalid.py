@@ -128,3 +128,15 @@ def test_invalid_task_is_raised_at_using_as_by_djangos_own_backend(db, alias):
         moved = add.using(backend=alias)
         with pytest.raises(InvalidTaskError, match="queue|Queue"):
             moved.using(queue_name=bad)
+
+
+def test_a_task_boson_will_not_run_is_an_invalid_task_at_enqueue(store_clock, settings):
+    """Outside ``ALLOWED_TASK_MODULES`` (the strict mode): refused at enqueue, where
+    Django's enqueue refuses a task its backend cannot run, naming ``task``."""
+    from tests.elsewhere import jobs
+
+    with override_settings(BOSON={**settings.BOSON, "ALLOWED_TASK_MODULES": ["tests.testapp"]}):
+        with pytest.raises(InvalidTaskError, match="ALLOWED_TASK_MODULES") as raised:
+            jobs.double.enqueue(5)
+    _refused(raised, "task")
+    assert not Job.objects.exists()
