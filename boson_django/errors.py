@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from django.db import DEFAULT_DB_ALIAS, DatabaseError
+
+from boson_django.compat import InvalidTaskError
+
 
 class StoreError(Exception):
     """Base class of every error boson_django raises on purpose."""
@@ -16,19 +20,47 @@ class DuplicateJobId(StoreError):
 
 
 class InvalidEnvelope(StoreError, ValueError):
-    """Bad input: the message names the offending field."""
+    """Bad input: the message names the offending field (and, inside a JSON value, where
+    in it: ``at`` is a path such as ``[0]['name']``)."""
 
-    def __init__(self, field: str, message: str, *, index: int | None = None):
+    def __init__(self, field: str, message: str, *, index: int | None = None, at: str = ""):
         self.field = field
         self.index = index
+        #: The message without the field's name.
+        self.reason = message
+        #: Where in the field's value (a JSON path, ``[0]['name']``), or empty.
+        self.at = at
         where = f"envelope[{index}].{field}" if index is not None else field
-        super().__init__(f"{where}: {message}")
+        super().__init__(f"{where}{at}: {message}")
 
 
 class UnsupportedType(InvalidEnvelope, TypeError):
     """A value of a type JSON cannot hold (a set, a datetime, an object). Also a
     ``TypeError``, which is what Django's own backends raise for it at enqueue, so
     ``except TypeError`` around ``task.enqueue(...)`` catches it here too."""
+
+
+class InvalidTask(InvalidEnvelope, InvalidTaskError):
+    """A task, or an option of it, the Tasks backend cannot accept (a queue name the store
+    cannot hold, a policy option out of range, ``.using(crash_limit=...)``): Django's
+    ``InvalidTask`` (``InvalidTaskError`` on the backport), raised where Django raises it
+    -- from the backend's ``validate_task``, so at ``@task`` and ``.using()``, and from
+    ``enqueue`` -- and still an ``InvalidEnvelope`` naming the field."""
+
+
+class StoreNotMigrated(StoreError, DatabaseError):
+    """An enqueue into a database that does not have boson_django's tables: ``manage.py
+    migrate`` has not run there. A ``DatabaseError`` still (code catching the driver's
+    ``no such table`` catches it); ``__cause__`` is that error, ``missing`` the tables."""
+
+    def __init__(self, alias: str, missing: list[str]):
+        self.alias = alias
+        self.missing = missing
+        command = "python manage.py migrate" + ("" if alias == DEFAULT_DB_ALIAS else f" --database {alias}")
+        super().__init__(
+            f"boson_django's tables are not in database {alias!r} (no {', '.join(missing)}): "
+            f"run `{command}` before enqueueing"
+        )
 
 
 class UnknownJob(StoreError, LookupError):

@@ -103,7 +103,7 @@ def _bad_key(key: Any) -> str | None:
 
 def _bad_entry(entry: Any) -> str | None:
     from boson_django import discards
-    from boson_django.services.enqueue import _POLICY_CHECKS  # each field's check, as enqueue applies it
+    from boson_django.services.enqueue import POLICY_CHECKS  # each field's check, as enqueue applies it
 
     if not isinstance(entry, dict):
         return f"must be a dict of policy fields, got {type(entry).__name__} {entry!r:.60}."
@@ -116,7 +116,7 @@ def _bad_entry(entry: Any) -> str | None:
             if field == "discard_on":
                 discards.classes(value)
             elif value is not None:
-                _POLICY_CHECKS[field](value, None)
+                POLICY_CHECKS[field](value, None)
         except ValueError as exc:
             return f"{exc}."
     return None

@@ -25,6 +25,7 @@ from django.dispatch import Signal, receiver
 from boson_django import registry
 from boson_django.compat import (
     TASKS_MODULE,
+    Task,
     TaskError,
     TaskResult,
     TaskResultStatus,
@@ -106,13 +107,18 @@ def task_as_stored(
     """The registered Task as the job holds it -- its queue and priority (a ``.using(...)``
     override or a TaskConfig row), the backend read from, and ``run_after`` when the job
     is due later than it was enqueued -- as Django's database backend rebuilds a
-    result's task from its row. The declared Task itself when nothing differs.
+    result's task from its row. The declared Task itself when nothing differs; a stand-in
+    whose ``module_path`` is ``name`` when this process cannot resolve it (reading a
+    result never fails for that: see :func:`_stand_in_func`).
 
     Copied field by field, not through ``Task.using``: that validates the queue again
     against today's ``QUEUES``, which a job enqueued before they changed, or routed by a
     TaskConfig row, need not pass; the stored values were validated at enqueue."""
-    declared = registry.get(name) or _placeholder(name)
+    declared = _declared(name)
     run_after = run_at if run_at is not None and enqueued_at is not None and run_at > enqueued_at else None
+    if declared is None:
+        return _made(Task, func=_stand_in_func(name), priority=priority, backend=backend_alias, queue_name=queue,
+                     run_after=run_after, takes_context=False)
     if (declared.queue_name, declared.priority, declared.run_after, declared.backend) == (queue, priority, run_after, backend_alias):
         return declared
     return _evolved(declared, queue_name=queue, priority=priority, run_after=run_after, backend=backend_alias)
@@ -353,5 +359,24 @@ def _forget_backend_classes(*, setting: str, **kwargs: Any) -> None:
         _backend_class.cache_clear()
 
 
-def _placeholder(name: str) -> Any:
-    raise LookupError(f"job names task {name!r}, which is not a registered task")
+def _declared(name: str) -> Any | None:
+    """The Task named ``name`` in this process, or None when it cannot be resolved."""
+    try:
+        return registry.get(name)
+    except Exception:  # noqa: BLE001 -- importing the task's module failed: a result is still read
+        return None
+
+
+def _stand_in_func(name: str) -> Any:
+    """The function of the stand-in Task of a result whose task this process cannot
+    resolve (renamed or removed in a deploy, its module not importable here, a name of
+    something that is not a Task): named so that the Task's ``module_path`` is the stored
+    ``name``; calling it raises ``LookupError``. The Task is built without
+    ``Task.__post_init__``, as a result's stored values were validated at enqueue."""
+    module, _, qualname = name.rpartition(".")
+
+    def unresolved(*args: Any, **kwargs: Any) -> Any:
+        raise LookupError(f"task {name!r} cannot be resolved in this process: its result can be read, not run")
+
+    unresolved.__module__, unresolved.__qualname__, unresolved.__name__ = module, qualname, qualname
+    return unresolved

@@ -54,12 +54,20 @@ _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 def _storable(value: str, field: str, index: int | None) -> None:
     """Refuse text one vendor cannot store (PostgreSQL: NUL; both: lone surrogates)."""
+    reason = _unstorable(value)
+    if reason is not None:
+        raise InvalidEnvelope(field, reason, index=index)
+
+
+def _unstorable(value: str) -> str | None:
+    """Why one vendor cannot store ``value`` (PostgreSQL: a NUL; both: a lone surrogate), or None."""
     if "\x00" in value:
-        raise InvalidEnvelope(field, "contains a NUL character (\\x00), which the store cannot hold", index=index)
+        return "contains a NUL character (\\x00), which the store cannot hold"
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        raise InvalidEnvelope(field, f"is not valid Unicode text: {value!r:.60}", index=index) from None
+        return f"is not valid Unicode text: {value!r:.60}"
+    return None
 
 
 def storable_text(value: str) -> str:
@@ -171,7 +179,10 @@ def json_text(value: Any, field: str, *, index: int | None = None) -> str:
     """The canonical JSON of ``value`` (ASCII); anything JSON cannot hold is refused."""
     if not value and type(value) in _EMPTY:
         return _EMPTY[type(value)]
-    _check_json(value, field, index)
+    try:
+        _check_json(value)
+    except _Refused as refused:
+        raise refused.error(field, index) from None
     try:
         return _ENCODER.encode(value)
     except (TypeError, ValueError) as exc:
@@ -188,29 +199,60 @@ def stored_json(value: Any, field: str) -> str:
     return text
 
 
-def _check_json(value: Any, field: str, index: int | None, depth: int = 0) -> None:
+class _Refused(Exception):
+    """A JSON value refused: why, and the path to the refused part, innermost first (each
+    level of :func:`_check_json` adds its step as the error passes through it)."""
+
+    def __init__(self, reason: str, error_class: type[InvalidEnvelope] = InvalidEnvelope) -> None:
+        self.reason = reason
+        self.error_class = error_class
+        self.steps: list[str] = []
+
+    def error(self, field: str, index: int | None) -> InvalidEnvelope:
+        at = "".join(reversed(self.steps))
+        if len(at) > 100:  # a value nested 200 levels deep
+            at = f"{at[:60]}...{at[-30:]}"
+        return self.error_class(field, self.reason, index=index, at=at)
+
+
+def _check_json(value: Any, depth: int = 0) -> None:
     """Refuse what json.dumps would silently change (tuples keep, non-str keys do not),
-    and nesting deeper than ``MAX_JSON_DEPTH``."""
+    text the store cannot hold, and nesting deeper than ``MAX_JSON_DEPTH``: raises
+    :class:`_Refused` with the path to the refused part (built only then)."""
     if value is None or isinstance(value, (bool, int)):
         return
     if isinstance(value, str):
-        _storable(value, field, index)
+        reason = _unstorable(value)
+        if reason is not None:
+            raise _Refused(reason)
         return
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise InvalidEnvelope(field, f"is not JSON: {value!r} is not a finite number", index=index)
+            raise _Refused(f"is not JSON: {value!r} is not a finite number")
         return
     if isinstance(value, (list, tuple, dict)) and depth >= MAX_JSON_DEPTH:
-        raise InvalidEnvelope(field, f"is nested deeper than {MAX_JSON_DEPTH} levels", index=index)
+        raise _Refused(f"is nested deeper than {MAX_JSON_DEPTH} levels")
     if isinstance(value, (list, tuple)):
-        for item in value:
-            _check_json(item, field, index, depth + 1)
+        item = None
+        try:
+            for item in value:
+                _check_json(item, depth + 1)
+        except _Refused as refused:
+            # The first item that is the refused one: an equal item before it was refused first.
+            refused.steps.append(f"[{next(i for i, each in enumerate(value) if each is item)}]")
+            raise
         return
     if isinstance(value, dict):
         for key, item in value.items():
             if not isinstance(key, str):
-                raise InvalidEnvelope(field, f"is not JSON: key {key!r} is not a string", index=index)
-            _storable(key, field, index)
-            _check_json(item, field, index, depth + 1)
+                raise _Refused(f"is not JSON: key {key!r:.60} is not a string")
+            reason = _unstorable(key)
+            if reason is not None:
+                raise _Refused(f"key {key!r:.60} {reason}")
+            try:
+                _check_json(item, depth + 1)
+            except _Refused as refused:
+                refused.steps.append(f"[{key!r:.60}]")
+                raise
         return
-    raise UnsupportedType(field, f"is not JSON: {type(value).__name__} {value!r:.60}", index=index)
+    raise _Refused(f"is not JSON: {type(value).__name__} {value!r:.60}", UnsupportedType)

@@ -329,17 +329,40 @@ def test_enqueued_arguments_are_normalised_like_django(store_clock):
     assert contract_tasks.returns_value.get_result(result.id).args == [[1, [2, 3]]]
 
 
-@pytest.mark.parametrize("value", ["a\x00b", "\ud800", {"k\x00": 1}], ids=["nul", "lone-surrogate", "nul-key"])
-def test_a_return_value_the_store_cannot_hold_fails_the_attempt_on_every_database(live_clock, value):
-    """Text PostgreSQL cannot hold (a NUL, a lone surrogate) is refused on every database,
-    as at enqueue: the attempt fails naming ``result`` (it must not stay running with an
-    ack that can never commit, nor succeed on SQLite and fail on PostgreSQL)."""
+#: Return values the store cannot hold, and how the failure names them. Django's
+#: ImmediateBackend keeps NaN (``normalize_json`` accepts it) and fails on an object; JSON
+#: has no NaN, and PostgreSQL's jsonb no NUL: every store refuses them alike.
+UNSTORABLE = {
+    "nul": ("a\x00b", "boson_django.errors.InvalidEnvelope: return value: contains a NUL character"),
+    "lone-surrogate": ("\ud800", "boson_django.errors.InvalidEnvelope: return value: is not valid Unicode text"),
+    "nul-key": ({"k\x00": 1}, "boson_django.errors.InvalidEnvelope: return value: key 'k\\x00' contains a NUL"),
+    "nested-nul": ([1, {"a": "b\x00"}], "boson_django.errors.InvalidEnvelope: return value[1]['a']: contains a NUL"),
+    "nan": (float("nan"), "builtins.TypeError: return value is not JSON serializable: Out of range float"),
+    "infinity": ([float("inf")], "builtins.TypeError: return value is not JSON serializable: Out of range float"),
+    "object": (object(), "builtins.TypeError: return value is not JSON serializable: Object of type object"),
+}
+
+
+@pytest.mark.parametrize("runner", ["worker", "run_until_idle"])
+@pytest.mark.parametrize("value, error", list(UNSTORABLE.values()), ids=list(UNSTORABLE))
+def test_a_return_value_the_store_cannot_hold_fails_the_job_once_on_every_database(live_clock, value, error, runner):
+    """The task ran to its end: a retry would run its work again only to return the same
+    value. The job fails at its first attempt (DISCARD: attempts were left), on every
+    database, naming ``return value`` -- it must not stay running with an ack that can
+    never commit, nor succeed on SQLite and fail on PostgreSQL, nor fail every attempt."""
     from boson_django import services
     from tests.worker.conftest import burst
 
-    result = contract_tasks.returns_value.using(max_attempts=1).enqueue(0)
+    run = burst if runner == "worker" else run_until_idle
+    result = contract_tasks.returns_value.using(max_attempts=5).enqueue(0)
     contract_tasks.RETURN_OVERRIDE[result.id] = value
-    burst()
-    assert contract_tasks.returns_value.get_result(result.id).status == TaskResultStatus.FAILED
+    run()
+    live_clock.advance(3_600_000)  # past any retry's backoff, well within the job's retention
+    run()
     (record,) = services.errors(result.id)
-    assert record.error.startswith("boson_django.errors.InvalidEnvelope: result: ")
+    assert record.outcome == "discard" and record.error.startswith(error)
+    result.refresh()
+    assert result.status == TaskResultStatus.FAILED and result.attempts == 1
+    assert result._return_value is None
+    (failure,) = result.errors
+    assert failure.exception_class_path == error.split(":", 1)[0]

@@ -6,10 +6,11 @@ import pytest
 from django.test import override_settings
 
 from boson_django import services
-from boson_django.compat import InvalidTaskError, TaskResultStatus
+from boson_django.compat import InvalidTaskError, TaskResultStatus, task
 from boson_django.errors import InvalidEnvelope
 from boson_django.models import Job
-from tests.testapp.tasks import add, overlong_fixed_key, rebuild_index, send_mail
+from tests.testapp import contract_tasks
+from tests.testapp.tasks import add, rebuild_index, send_mail
 
 
 def test_enqueue_through_django_api_uses_module_path(store_clock):
@@ -51,8 +52,9 @@ def test_crash_limit_comes_from_the_task_not_from_using(store_clock):
     """No envelope carries a crash limit: ``.using(crash_limit=...)`` was accepted and then
     dropped without a word. It is refused, naming the field; the task's own comes from
     its TaskConfig row, then ``@task``, then ``BOSON``."""
-    with pytest.raises(InvalidEnvelope, match="crash_limit"):
+    with pytest.raises(InvalidTaskError, match="^crash_limit: ") as raised:
         send_mail.using(crash_limit=1)
+    assert isinstance(raised.value, InvalidEnvelope) and raised.value.field == "crash_limit"
     assert not Job.objects.exists()
     assert Job.objects.get(id=send_mail.enqueue("a@x").id).crash_limit == 3  # BOSON["CRASH_LIMIT"]
     services.set_task_config("tests.testapp.tasks.send_mail", crash_limit=1)
@@ -66,23 +68,14 @@ def test_static_unique_key_deduplicates(store_clock):
     assert Job.objects.filter(task="tests.testapp.tasks.rebuild_index").count() == 1
 
 
-def test_a_fixed_unique_key_too_long_is_refused_naming_it_and_nothing_is_written(store_clock):
-    # A task's own fixed key went unchecked: PostgreSQL failed the insert with a
-    # DataError; SQLite stored a key longer than the column.
-    with pytest.raises(InvalidEnvelope, match="unique_key"):
-        overlong_fixed_key.enqueue()
-    with pytest.raises(InvalidEnvelope, match="unique_key"):
-        services.enqueue([services.Envelope(task=overlong_fixed_key.module_path)])
-    assert not Job.objects.filter(task=overlong_fixed_key.module_path).exists()
-    created = overlong_fixed_key.using(unique_key="short").enqueue()  # a key of its own needs none
-    assert Job.objects.get(id=created.id).unique_key == "short"
-
-
-def test_a_fixed_unique_key_too_long_does_not_refuse_an_enqueue_that_claims_no_key(store_clock):
-    """``unique=False`` stores no unique key: the task's own, unusable, is not needed."""
-    (result,) = services.enqueue([services.Envelope(task=overlong_fixed_key.module_path)], unique=False)
-    assert result.disposition == "created"
-    assert Job.objects.get(id=result.id).unique_key is None
+def test_a_fixed_unique_key_too_long_is_refused_at_decoration_naming_it(store_clock):
+    """A task's own fixed key went unchecked: PostgreSQL failed the insert with a
+    DataError; SQLite stored a key longer than the column. Django's ``InvalidTask`` is
+    raised by ``@task`` itself now, as for any option the store cannot hold."""
+    with pytest.raises(InvalidTaskError, match="^unique_key: must be at most 255 characters"):
+        task(unique_key="k" * 256)(contract_tasks.order_marker.func)
+    created = add.using(unique_key="k" * 255).enqueue(1, 2)
+    assert Job.objects.get(id=created.id).unique_key == "k" * 255
 
 
 def test_result_task_is_the_task_enqueued_with_its_using_overrides(store_clock):
@@ -110,28 +103,28 @@ def test_any_queue_name_is_valid_unless_queues_are_listed(store_clock):
 def test_an_argument_json_cannot_hold_is_a_type_error_as_in_django(store_clock, args):
     """Django's backends raise ``TypeError`` for such an argument; boson's error is one
     too, and still names the field (and is still an ``InvalidEnvelope``). Nothing is written."""
-    with pytest.raises(TypeError, match=r"args: is not JSON") as raised:
+    with pytest.raises(TypeError, match=r"^args\[0\](\[0\])?: is not JSON") as raised:
         add.enqueue(*args)
     assert isinstance(raised.value, InvalidEnvelope) and raised.value.field == "args"
     assert not Job.objects.exists()
 
 
 def test_a_kwarg_json_cannot_hold_is_a_type_error_naming_kwargs(store_clock):
-    with pytest.raises(TypeError, match=r"kwargs: is not JSON: set"):
+    with pytest.raises(TypeError, match=r"^kwargs\['b'\]: is not JSON: set"):
         add.enqueue(a=1, b={2})
     assert not Job.objects.exists()
 
 
 @pytest.mark.parametrize("call", ["task", "services"])
 def test_an_error_of_a_single_enqueue_names_the_field_without_a_batch_index(store_clock, call):
-    """``task.enqueue(...)`` never saw a list: ``args: ...``, not ``envelope[0].args: ...``
+    """``task.enqueue(...)`` never saw a list: ``args[0]: ...``, not ``envelope[0].args[0]: ...``
     (a batch of one through the service reads the same)."""
     with pytest.raises(InvalidEnvelope) as raised:
         if call == "task":
             add.enqueue(float("nan"), 2)
         else:
             services.enqueue([services.Envelope(task=add.module_path, args=[float("nan"), 2])])
-    assert str(raised.value).startswith("args: ") and raised.value.index is None
+    assert str(raised.value).startswith("args[0]: ") and raised.value.index is None
     assert not Job.objects.exists()
 
 
@@ -159,3 +152,50 @@ def test_task_enqueued_is_sent_once_per_enqueue_with_its_result(store_clock):
         (BosonBackend, first.id, TaskResultStatus.READY, []),
         (BosonBackend, first.id, TaskResultStatus.READY, []),
     ]
+
+
+#: A NUL character anywhere in the arguments, and where the error says it is.
+NUL_CALLS = {
+    "arg": ((["a\x00b"], {}), "args[0]: contains a NUL character"),
+    "nested": (([1, {"k": ["x", "y\x00"]}], {}), "args[1]['k'][1]: contains a NUL character"),
+    "kwarg": (([], {"name": "a\x00"}), "kwargs['name']: contains a NUL character"),
+    "key": (([{"a\x00": 1}], {}), "args[0]: key 'a\\x00' contains a NUL character"),
+    "kwarg-key": (([], {"d": {"ok": {"b\x00": 1}}}), "kwargs['d']['ok']: key 'b\\x00' contains a NUL"),
+}
+
+
+@pytest.mark.parametrize("call, message", list(NUL_CALLS.values()), ids=list(NUL_CALLS))
+def test_a_nul_character_in_an_argument_is_refused_naming_where_on_every_database(store_clock, call, message):
+    """PostgreSQL's jsonb cannot hold ``\\u0000``; SQLite could, but a job must not be
+    accepted by one store and refused by the other. Django's own backends accept it
+    (``normalize_json`` keeps any text): boson refuses it, at enqueue, nothing written."""
+    args, kwargs = call
+    with pytest.raises(InvalidEnvelope) as raised:
+        add.enqueue(*args, **kwargs)
+    assert str(raised.value).startswith(message) and raised.value.field in ("args", "kwargs")
+    with pytest.raises(InvalidEnvelope) as raised:
+        services.enqueue([services.Envelope(task=add.module_path), services.Envelope(task=add.module_path, args=args, kwargs=kwargs)])
+    assert str(raised.value).startswith(f"envelope[1].{message}")
+    assert not Job.objects.exists()
+
+
+def test_djangos_immediate_backend_keeps_a_nul_argument_and_a_nan_return_value(db):
+    """What boson deliberately differs from (docs/tasks.md): Django's ImmediateBackend runs
+    the call as it is, a NUL in its text, and keeps a NaN its task returns."""
+    from boson_django.compat import TASKS_MODULE
+
+    immediate = {"BACKEND": f"{TASKS_MODULE}.backends.immediate.ImmediateBackend"}
+    with override_settings(TASKS={"default": {"BACKEND": "boson_django.backend.BosonBackend"}, "immediate": immediate}):
+        assert contract_tasks.order_marker.using(backend="immediate").enqueue("a\x00b").return_value == "a\x00b"
+        returned = contract_tasks.returns_value.using(backend="immediate").enqueue(float("nan")).return_value
+    assert returned != returned  # NaN
+
+
+def test_using_keeps_djangos_meaning_of_its_arguments(db):
+    """As Django's ``Task.using``: None leaves the task's value, an unknown keyword is a
+    ``TypeError``; a boson option given as None falls back to TaskConfig and settings."""
+    moved = send_mail.using(priority=7, queue_name="mail")
+    assert moved.using(priority=None, queue_name=None, run_after=None, backend=None) == moved
+    assert send_mail.using(max_attempts=None).max_attempts is None
+    with pytest.raises(TypeError, match="unexpected keyword argument 'priorty'"):
+        send_mail.using(priorty=3)

@@ -2,14 +2,21 @@
 
 from datetime import timedelta
 
+import pytest
+from asgiref.sync import async_to_sync
 from django.test import override_settings
 
 from boson_django import registry, services
-from boson_django.compat import TaskResultStatus, task_finished, task_started
+from boson_django.compat import TaskResultStatus, task_backends, task_finished, task_started
 from boson_django.models import Job
 from boson_django.taskresults import task_error
 from boson_django.testing import run_until_idle
 from tests.testapp.tasks import add, chooses, fail, send_mail
+
+try:
+    from django.tasks.exceptions import TaskResultMismatch
+except ImportError:  # the backport
+    from django_tasks.exceptions import TaskResultMismatch
 
 
 def test_error_traceback_is_the_python_traceback_alone(store_clock):
@@ -153,3 +160,38 @@ def test_a_skipped_job_has_no_errors(store_clock):
     assert result.status == TaskResultStatus.SUCCESSFUL
     assert result.errors == []
     assert [record.error for record in services.errors(result.id)] == ["nothing to do"]
+
+
+#: Names a job row may hold that this process cannot resolve to a Task: a module that is
+#: not there (a task renamed or removed in a deploy), a module-level object that is not a
+#: Task, a function of an importable module that is no task.
+UNRESOLVED = ["vanished.tasks.rebuild", "tests.testapp.tasks.worker_log", "os.path.join"]
+
+
+@pytest.mark.parametrize("name", UNRESOLVED)
+def test_a_result_whose_task_cannot_be_resolved_is_read_from_its_row(store_clock, name):
+    """Django: ``get_result`` returns the result or raises ``TaskResultDoesNotExist``;
+    it raised ``LookupError``. The result comes from the row, with a stand-in Task whose
+    ``module_path`` is the stored name, and one that cannot be run."""
+    sent = add.using(priority=5, queue_name="q").enqueue(2, 3)
+    run_until_idle()
+    Job.objects.filter(id=sent.id).update(task=name)
+    backend = task_backends["default"]
+    for got in (backend.get_result(sent.id), async_to_sync(backend.aget_result)(sent.id)):
+        assert (got.id, got.status, got.args, got.kwargs, got.return_value) == (sent.id, TaskResultStatus.SUCCESSFUL, [2, 3], {}, 5)
+        assert got.task.module_path == name
+        assert (got.task.priority, got.task.queue_name, got.task.backend, got.task.run_after) == (5, "q", "default", None)
+        with pytest.raises(LookupError, match="cannot be resolved in this process"):
+            got.task.call(2, 3)
+    with pytest.raises(TaskResultMismatch):
+        add.get_result(sent.id)  # Django's check that the result is the task's
+
+
+@pytest.mark.parametrize("name", UNRESOLVED)
+def test_refresh_of_a_result_whose_task_cannot_be_resolved(store_clock, name):
+    sent = add.enqueue(1, 1)
+    Job.objects.filter(id=sent.id).update(task=name)
+    sent.refresh()
+    async_to_sync(sent.arefresh)()
+    assert sent.status == TaskResultStatus.READY
+    assert add.get_result(add.enqueue(1, 2).id).task is add  # a task that resolves is unaffected

@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
-from django.db import IntegrityError
+from django.db import DatabaseError, IntegrityError
 
 from boson_django import clock, conf, ids, policies, registry, tracing, transitions, validation
 from boson_django.errors import DuplicateJobId, InvalidEnvelope
 from boson_django.models import QuarantinedFingerprint
-from boson_django.services import _db, config, enqueue_pg, history, wakeups
+from boson_django.services import _db, config, enqueue_pg, history, migrated, wakeups
 from boson_django.services.types import EnqueueResult, Envelope
 from boson_django.states import UNIQUE_HOLDING, JobState
 
@@ -38,7 +38,7 @@ _CONFLICT = f"ON CONFLICT (unique_key) WHERE state IN ({_HOLDING_SQL}) AND uniqu
 _CONFIG_TRIES = 3
 
 #: Each policy field's check, for an envelope's own value and for the resolved one alike.
-_POLICY_CHECKS: dict[str, Callable[[Any, int], Any]] = {
+POLICY_CHECKS: dict[str, Callable[[Any, int], Any]] = {
     "queue": lambda v, i: validation.name(v, "queue", index=i),
     "priority": lambda v, i: validation.priority(v, index=i),
     "weight": lambda v, i: validation.amount(v, "weight", index=i),
@@ -52,17 +52,17 @@ _POLICY_CHECKS: dict[str, Callable[[Any, int], Any]] = {
 #: The policy an envelope may give itself, in the order it is checked (``crash_limit``
 #: comes from TaskConfig, code or settings only).
 _GIVEN_CHECKS: dict[str, Callable[[Any, int], Any]] = {
-    "queue": _POLICY_CHECKS["queue"],
-    "priority": _POLICY_CHECKS["priority"],
+    "queue": POLICY_CHECKS["queue"],
+    "priority": POLICY_CHECKS["priority"],
     "unique_key": lambda v, i: validation.name(v, "unique_key", index=i, max_len=255, key=True),
-    **{name: _POLICY_CHECKS[name] for name in (
+    **{name: POLICY_CHECKS[name] for name in (
         "weight", "rate_class", "max_attempts", "retention_ms", "lease_ms", "timeout_ms")},
 }
 
 #: The checks of a task's defaults: its policy, and a fixed unique key when it has one.
 _DEFAULT_CHECKS: dict[str, Callable[[Any, int], Any]] = {
     "unique_key": lambda v, i: None if v is None else _GIVEN_CHECKS["unique_key"](v, i),
-    **_POLICY_CHECKS,
+    **POLICY_CHECKS,
 }
 
 
@@ -105,6 +105,15 @@ def enqueue_one(envelope: Envelope, *, using: str | None = None) -> Enqueued:
 
 
 def _submit(batch: list[Envelope], unique: bool, using: str) -> tuple[list[EnqueueResult], list[dict[str, Any]]]:
+    """The batch inserted; ``StoreNotMigrated`` when it failed for want of boson's tables."""
+    try:
+        return _submit_to(batch, unique, using)
+    except DatabaseError as exc:
+        migrated.refuse_unmigrated(using, exc)
+        raise
+
+
+def _submit_to(batch: list[Envelope], unique: bool, using: str) -> tuple[list[EnqueueResult], list[dict[str, Any]]]:
     connection = _db.conn(using)
     if len(batch) == 1 and _db.is_postgres(connection) and not connection.in_atomic_block:
         if connection.get_autocommit():  # connects first, as Django's does

@@ -19,11 +19,11 @@ from boson_django import services, taskresults
 from boson_django.compat import task_finished
 from boson_django.errors import InvalidEnvelope, LeaseRejected
 from boson_django.services import AckReply, AckRequest
-from boson_django.states import JobState, Outcome
+from boson_django.states import JobState
 from boson_django.worker import discarding
 from boson_django.worker.attempt import Attempt
-from boson_django.worker.delivery import finished_signal, log_outcome
-from boson_django.worker.outcomes import Finish, error_text
+from boson_django.worker.delivery import finished_signal, instead_of_refused, log_outcome
+from boson_django.worker.outcomes import Finish
 
 log = logging.getLogger("boson_django.worker")
 
@@ -48,15 +48,13 @@ def _complete(batch: Sequence[tuple[Attempt, Finish]], using: str) -> None:
         return
     live = list(discarding.apply(live, using))  # a failure its task's discard_on lists: DISCARD
     replies = services.ack_many([_request(a, f) for a, f in live], using=using)
-    bad = [(a, f, r) for (a, f), r in zip(live, replies) if isinstance(r.error, InvalidEnvelope)]
+    bad = [(a, instead_of_refused(r.error, f)) for (a, f), r in zip(live, replies) if isinstance(r.error, InvalidEnvelope)]
     if bad:
         retried = services.ack_many(
-            [AckRequest(a.lease, Outcome.RETRY, error=error_text(r.error), logs=list(f.logs), actual_weight=a.actual_weight)
-             for a, f, r in bad],
+            [AckRequest(a.lease, f.outcome, error=f.error, logs=list(f.logs), actual_weight=a.actual_weight) for a, f in bad],
             using=using,
         )
-        fixed = {id(a): (Finish(Outcome.RETRY, error=error_text(r.error), logs=f.logs), r2)
-                 for (a, f, r), r2 in zip(bad, retried)}
+        fixed = {id(a): (f, r2) for (a, f), r2 in zip(bad, retried)}
         live = [(a, fixed[id(a)][0]) if id(a) in fixed else (a, f) for a, f in live]
         replies = [fixed[id(a)][1] if id(a) in fixed else r for (a, _), r in zip(live, replies)]
     unheard: dict[str, bool] = {}  # backend alias -> task_finished would reach no one (asked once per flush)

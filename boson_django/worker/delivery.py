@@ -25,7 +25,7 @@ from boson_django.services import _db
 from boson_django.states import Outcome
 from boson_django.worker import discarding
 from boson_django.worker.attempt import Attempt
-from boson_django.worker.outcomes import Finish, error_text
+from boson_django.worker.outcomes import Finish, error_text, refused_result, unstorable
 
 log = logging.getLogger("boson_django.worker")
 
@@ -45,7 +45,7 @@ def _deliver(attempt: Attempt, finish: Finish) -> str | None:
         return None
     (_, finish), = discarding.apply([(attempt, finish)], attempt.using)  # discard_on: DISCARD
     try:
-        state = _ack(attempt, finish)
+        state, finish = _ack(attempt, finish)
     except LeaseRejected as exc:
         log.warning("boson: job %s finished but its lease was lost; outcome %s not stored (%s)",
                     attempt.job_id, finish.outcome.value, exc)
@@ -61,18 +61,31 @@ class _EffectFailed(Exception):
     """An in-ack effect raised (not a lost connection): the ack is rolled back."""
 
 
-def _ack(attempt: Attempt, finish: Finish) -> str | None:
+def _ack(attempt: Attempt, finish: Finish) -> tuple[str | None, Finish]:
+    """The job's new state, and the finish stored: ``finish``, or the one stored instead
+    when the ack refused it."""
     try:
         if finish.outcome is Outcome.SUCCESS and attempt.effects:
-            return _ack_with_effects(attempt, finish, using=attempt.using)
+            return _ack_with_effects(attempt, finish, using=attempt.using), finish
         return services.ack(
             attempt.lease, finish.outcome, error=finish.error, delay_ms=finish.delay_ms,
             logs=list(finish.logs), actual_weight=attempt.actual_weight, result=finish.result, using=attempt.using,
-        )
-    except (InvalidEnvelope, _EffectFailed) as exc:  # a bad delay or a failing effect: a handler failure
-        cause = exc.__cause__ if isinstance(exc, _EffectFailed) and exc.__cause__ else exc
-        return services.ack(attempt.lease, Outcome.RETRY, error=error_text(cause), logs=list(finish.logs),
-                            actual_weight=attempt.actual_weight, using=attempt.using)
+        ), finish
+    except (InvalidEnvelope, _EffectFailed) as exc:
+        instead = instead_of_refused(exc, finish)
+        state = services.ack(attempt.lease, instead.outcome, error=instead.error, logs=list(instead.logs),
+                             actual_weight=attempt.actual_weight, using=attempt.using)
+        return state, instead
+
+
+def instead_of_refused(exc: Exception, finish: Finish) -> Finish:
+    """What is acked when the ack of ``finish`` was refused: a return value the store
+    cannot hold fails the job (DISCARD, see ``outcomes.unstorable``); a bad delay or a
+    failing in-ack effect is a handler failure (RETRY)."""
+    if isinstance(exc, InvalidEnvelope) and exc.field == "result":
+        return unstorable(refused_result(exc)).with_logs(list(finish.logs))
+    cause = exc.__cause__ if isinstance(exc, _EffectFailed) and exc.__cause__ else exc
+    return Finish(Outcome.RETRY, error=error_text(cause), logs=finish.logs)
 
 
 @_db.store_transaction

@@ -36,7 +36,7 @@ from boson_django.states import Outcome
 from boson_django.worker import logcapture
 from boson_django.worker.attempt import Attempt
 from boson_django.worker.context import BosonContext
-from boson_django.worker.outcomes import Control, Finish, TransactionLeftOpen, failure, undecodable
+from boson_django.worker.outcomes import Control, Finish, TransactionLeftOpen, failure, undecodable, unstorable
 
 
 #: Task name -> (the registered Task or None, whether it is async): what one batch of
@@ -99,17 +99,19 @@ _RETURNED_NONE = Finish(Outcome.SUCCESS)
 
 
 def _succeeded(value: Any) -> Finish:
-    """A return value is stored as JSON (as Django's backends normalise it). The ack
-    checks what the store can hold (``MAX_RESULT_BYTES``, no NUL): a refused result is
-    the attempt's failure, naming ``result``."""
+    """A return value is stored as JSON (as Django's backends normalise it). One JSON
+    cannot hold (an object, NaN, an infinity) fails the job at once, naming ``return
+    value``: not retried, as every retry would run the task again to return it again.
+    The ack checks what the store can hold (``MAX_RESULT_BYTES``, no NUL), and a refused
+    one fails the job the same way (``delivery``)."""
     if value is None:
         return _RETURNED_NONE
     if type(value) in _JSON_AS_IS:
         return Finish(Outcome.SUCCESS, result=value)
     try:
         stored = json.loads(json.dumps(value, allow_nan=False))
-    except (TypeError, ValueError) as exc:
-        return failure(TypeError(f"return value is not JSON serializable: {exc}"))
+    except (TypeError, ValueError, RecursionError) as exc:
+        return unstorable(TypeError(f"return value is not JSON serializable: {exc}"))
     return Finish(Outcome.SUCCESS, result=stored)
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from boson_django import validation
-from boson_django.errors import StoreError
+from boson_django.errors import InvalidEnvelope, StoreError
 from boson_django.states import Outcome
 from boson_django.worker.logcapture import MAX_LINE_CHARS
 
@@ -140,6 +140,19 @@ def _message(exc: BaseException) -> str:
 def failure(exc: BaseException) -> Finish:
     """An exception from the handler: RETRY with backoff (the services decide give-up)."""
     return Finish(Outcome.RETRY, error=error_text(exc), exception=exc)
+
+
+def unstorable(exc: BaseException) -> Finish:
+    """A return value the store cannot hold (not JSON, NaN, a NUL character, over
+    ``MAX_RESULT_BYTES``): the job fails now (DISCARD). A retry would run the task's work
+    again only to return the same value."""
+    return Finish(Outcome.DISCARD, error=error_text(exc), exception=exc)
+
+
+def refused_result(exc: InvalidEnvelope) -> InvalidEnvelope:
+    """The ack's refusal of ``result`` (``services.ack``'s name for it), said of the
+    handler's ``return value``, with the traceback of the refusal."""
+    return InvalidEnvelope("return value", exc.reason, at=exc.at).with_traceback(exc.__traceback__)
 
 
 def timed_out(timeout_ms: int) -> Finish:

@@ -85,7 +85,7 @@ def test_a_quarantined_fingerprint_parks_the_job_with_its_record(live_clock):
 def test_bad_input_names_its_field_and_writes_nothing(live_clock):
     with pytest.raises(InvalidEnvelope, match=r"^priority: "):
         enqueue_one(NOOP, priority=101)
-    with pytest.raises(InvalidEnvelope, match=r"^args: "):
+    with pytest.raises(InvalidEnvelope, match=r"^args\[0\]: "):
         enqueue_one(NOOP, args=[float("nan")])
     assert Job.objects.count() == 0 and Queue.objects.count() == 0
 

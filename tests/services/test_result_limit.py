@@ -33,8 +33,9 @@ def small_limit(settings):
     (["ab"] * 12, True),                              # 12 * 5 - 1 + 2 = 61
     (["ab"] * 13, False),
 ], ids=["str-at", "str-over", "escaped-at", "escaped-over", "list-at", "list-over"])
-def test_a_return_value_over_the_limit_fails_its_attempt(live_clock, small_limit, value, stored):
-    result = extra.using(max_attempts=1).enqueue(value)
+def test_a_return_value_over_the_limit_fails_its_job_without_a_retry(live_clock, small_limit, value, stored):
+    """A retry would run the task again to return as much: the job fails (DISCARD)."""
+    result = extra.using(max_attempts=5).enqueue(value)
     burst()
     got = extra.get_result(result.id)
     if stored:
@@ -44,7 +45,8 @@ def test_a_return_value_over_the_limit_fails_its_attempt(live_clock, small_limit
     (error,) = got.errors
     assert error.exception_class is InvalidEnvelope
     (record,) = services.errors(result.id)
-    assert re.match(f"boson_django.errors.InvalidEnvelope: result: is \\d+ bytes of JSON, over MAX_RESULT_BYTES={LIMIT}\n",
+    assert record.outcome == "discard"
+    assert re.match(f"boson_django.errors.InvalidEnvelope: return value: is \\d+ bytes of JSON, over MAX_RESULT_BYTES={LIMIT}\n",
                     record.error)
     assert not JobData.objects.filter(job_id=result.id, kind=JobData.Kind.RESULT).exists()
 

@@ -30,11 +30,6 @@ def rebuild_index() -> None:
     return None
 
 
-@task(unique_key="k" * 256)  # one character over what a unique key may hold
-def overlong_fixed_key() -> None:
-    return None
-
-
 @task(unique_key=lambda region: f"report:{region}")
 def report_for(region: str) -> str:
     return region

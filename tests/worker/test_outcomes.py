@@ -128,13 +128,17 @@ def test_retention_zero_job_is_deleted_and_still_reported_finished(live_clock):
     assert got == [(TaskResultStatus.SUCCESSFUL, 4)]
 
 
-def test_a_return_value_that_is_not_json_is_a_failure(live_clock):
+def test_a_return_value_that_is_not_json_fails_the_job_without_a_retry(live_clock):
+    """Every retry would run the task again to return the same value: it failed each of
+    its 20 attempts. See test_backend_contract for NaN, a NUL, and the other values."""
     from tests.testapp.tasks import returns_set
 
     result = returns_set.enqueue(1)
     burst()
-    assert state(result.id) == "retryable"
-    assert services.errors(result.id)[0].error.startswith("builtins.TypeError: return value is not JSON serializable")
+    assert state(result.id) == "failed"
+    (record,) = services.errors(result.id)
+    assert record.outcome == "discard"
+    assert record.error.startswith("builtins.TypeError: return value is not JSON serializable")
 
 
 @pytest.mark.parametrize("enqueue, raised", [
