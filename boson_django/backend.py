@@ -220,7 +220,7 @@ def _check_policy(task: Any) -> None:
     validation.name(task.queue_name, "queue_name")
     for option in POLICY_OPTIONS:
         value = getattr(task, option, None)
-        if value is None or option == "unique_key":
+        if value is None or option not in POLICY_CHECKS:  # unique_key below; discard_on: _discard_on
             continue
         POLICY_CHECKS[option](value, None)
     key = getattr(task, "unique_key", None)
