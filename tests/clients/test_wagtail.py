@@ -1,0 +1,93 @@
+"""A stock Wagtail site (``wagtail start``) whose ``TASKS`` backend is boson, with no
+boson-specific module list: an editor's session through Wagtail's admin views answers
+without a 500, a ``boson_worker --burst`` then runs every job Wagtail enqueued, and what
+those jobs leave behind (the reference index, the search index, the media files) is what
+Django's ``ImmediateBackend`` leaves for the same session on a second copy of the site.
+
+Runs on the store this run uses (``BOSON_TEST_DB``): ``make test`` runs it on SQLite and
+on PostgreSQL. The editor's session and the dumps are in wagtail_actions.py; the sites in
+sites.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+#: Wagtail's tasks, by the path boson records (``module.function``).
+REFERENCE_INDEX = "wagtail.tasks.update_reference_index_task"
+SEARCH_INDEX = "modelsearch.tasks.insert_or_update_object_task"
+DELETE_FILE = "wagtail.tasks.delete_file_from_storage_task"
+
+
+def deleted_object(job: dict, made: dict) -> bool:
+    """Whether ``job`` is an index update for an object the session deleted before any
+    worker ran (its arguments are ``app_label, model_name, pk``)."""
+    if job["task"] not in (REFERENCE_INDEX, SEARCH_INDEX):
+        return False
+    app_label, model_name, pk = job["args"]
+    if (app_label, model_name) == ("wagtailimages", "image"):
+        return int(pk) == made["deleted_image"]
+    return int(pk) == made["deleted_page"] and model_name in ("homepage", "page")
+
+
+def raced(job: dict) -> bool:
+    """Whether ``job`` lost a race for an index row to another job for the same object.
+
+    Wagtail's search backend (modelsearch's database backend) and its reference index
+    read, then insert, with no lock: two jobs indexing one object at once (a worker runs ten
+    jobs at once by default) can both insert, and the second fails with an IntegrityError
+    on the row's unique constraint. Any backend that runs jobs concurrently meets it; the
+    job's retry finds the row and updates it."""
+    return job["task"] in (REFERENCE_INDEX, SEARCH_INDEX) and job["state"] == "retryable" and "IntegrityError" in job["error"]
+
+
+def expected_end(job: dict, made: dict) -> tuple[str, str]:
+    """Where a job must end once every retry due has run: (state, last line of its error).
+
+    An index update for a deleted object raises the model's ``DoesNotExist``: under the
+    default policy it is retried later (``retryable``)."""
+    if deleted_object(job, made):
+        model = "Image" if job["args"][0] == "wagtailimages" else "HomePage"
+        return "retryable", f"{model}.DoesNotExist"
+    return "completed", ""
+
+
+def unexpected(jobs: list[dict], made: dict) -> list[str]:
+    """The jobs that did not end as :func:`expected_end` says, one line each."""
+    wrong = []
+    for job in jobs:
+        state, error = expected_end(job, made)
+        if job["state"] != state or error not in job["error"]:
+            wrong.append(f"{job['task']}{tuple(job['args'])}: {job['state']} ({job['error'] or 'no error'}), expected {state} {error}")
+    return wrong
+
+
+@pytest.mark.slow
+def test_stock_wagtail_site_runs_on_boson_as_on_the_immediate_backend(wagtail_sites):
+    boson, immediate = wagtail_sites
+
+    made = boson.actions("operate")
+    assert immediate.actions("operate") == made, "the two copies' sessions made different objects"
+
+    queued = boson.actions("jobs")
+    tasks = {job["task"] for job in queued}
+    assert {REFERENCE_INDEX, SEARCH_INDEX, DELETE_FILE} <= tasks, f"Wagtail enqueued {sorted(tasks)}"
+    assert {job["state"] for job in queued} == {"available"}, queued
+
+    boson.manage("boson_worker", "--burst", timeout=120)
+    first = [job for job in boson.actions("jobs") if not raced(job)]
+    assert unexpected(first, made) == [], "jobs that did not end as expected:\n" + "\n".join(unexpected(first, made))
+    # A minute on, the retries are due: a second burst runs them (the deleted objects'
+    # index updates fail again, the races' retries complete).
+    boson.actions("later")
+    boson.manage("boson_worker", "--burst", timeout=120)
+    ended = boson.actions("jobs")
+    assert unexpected(ended, made) == [], "jobs that did not end as expected:\n" + "\n".join(unexpected(ended, made))
+    assert sum(deleted_object(job, made) for job in ended) >= 2, "the session's deletions enqueued no index update"
+
+    on_boson, reference = boson.actions("dump"), immediate.actions("dump")
+    assert set(on_boson) == set(reference)
+    for part in sorted(reference):
+        assert on_boson[part] == reference[part], f"{part} differs from the immediate backend's"
+    assert reference["search"]["Bravo"] == ["Bravo child", "Bravo edited"]
+    assert reference["image_search"] == ["Sunset over the bay"]

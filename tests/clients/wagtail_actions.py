@@ -1,0 +1,230 @@
+"""Runs inside a stock Wagtail site's own process (its settings, its database), never in the
+test suite's: ``python wagtail_actions.py operate|dump|jobs|later``, from the site's
+directory.
+
+``operate`` drives Wagtail's admin views with Django's test client, as an editor would:
+pages created, published, edited and deleted, images uploaded, edited and deleted. Every
+response is checked (no 500: the client re-raises a view's exception, so the process fails
+with its traceback) and so is what each action did. It prints the ids it made as JSON.
+
+``dump`` prints, as JSON, what Wagtail's tasks leave behind: the reference index, the search
+index (the database backend's entries), the pages and images, the files in MEDIA_ROOT, and
+what a search finds -- each keyed by natural keys, so that two copies of the site (boson's
+and Django's immediate backend's) compare equal when they agree.
+
+On the copy whose backend is boson, ``jobs`` prints its jobs and ``later`` moves its store
+clock a minute on.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import sys
+
+import django
+
+ADMIN = ("admin", "boson-client-pw")
+
+
+def setup() -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mysite.settings.dev")
+    sys.path.insert(0, os.getcwd())
+    django.setup()
+
+
+def expect(response, status: int, what: str):
+    """The response's status is ``status``, or the action fails, naming what was done."""
+    assert response.status_code == status, f"{what}: HTTP {response.status_code}, expected {status}"
+    return response
+
+
+def png(colour: tuple[int, int, int]) -> bytes:
+    from PIL import Image as PILImage
+
+    out = io.BytesIO()
+    PILImage.new("RGB", (64, 48), colour).save(out, "PNG")
+    return out.getvalue()
+
+
+class Editor:
+    """Wagtail's admin, through the test client, logged in as the site's superuser."""
+
+    def __init__(self):
+        from django.test import Client
+
+        self.client = Client()
+        assert self.client.login(username=ADMIN[0], password=ADMIN[1]), "the superuser cannot log in"
+
+    def post(self, name: str, args: tuple, data: dict, what: str, status: int = 302):
+        from django.urls import reverse
+
+        return expect(self.client.post(reverse(name, args=args), data), status, what)
+
+    def get(self, name: str, args: tuple, what: str):
+        from django.urls import reverse
+
+        return expect(self.client.get(reverse(name, args=args)), 200, what)
+
+    def add_page(self, parent, title: str, slug: str, publish: bool):
+        from wagtail.models import Page
+
+        data = {"title": title, "slug": slug}
+        if publish:
+            data["action-publish"] = "action-publish"
+        self.get("wagtailadmin_pages:add", ("home", "homepage", parent.pk), f"open the form for {title!r}")
+        self.post("wagtailadmin_pages:add", ("home", "homepage", parent.pk), data, f"create page {title!r}")
+        page = Page.objects.get(slug=slug).specific
+        assert page.live is publish, f"page {title!r}: live={page.live}, expected {publish}"
+        return page
+
+    def edit_page(self, page, title: str, publish: bool):
+        data = {"title": title, "slug": page.slug}
+        if publish:
+            data["action-publish"] = "action-publish"
+        self.get("wagtailadmin_pages:edit", (page.pk,), f"open the editor of {page.title!r}")
+        self.post("wagtailadmin_pages:edit", (page.pk,), data, f"edit page {page.title!r}")
+        page.refresh_from_db()
+        assert page.draft_title == title, f"page {page.pk}: draft title {page.draft_title!r}, expected {title!r}"
+        assert (page.title == title) is publish, f"page {page.pk}: live title {page.title!r} after edit (publish={publish})"
+        assert page.live, f"page {page.pk} is no longer live after an edit"
+
+    def delete_page(self, page):
+        from wagtail.models import Page
+
+        self.get("wagtailadmin_pages:delete", (page.pk,), f"open the delete view of {page.title!r}")
+        self.post("wagtailadmin_pages:delete", (page.pk,), {}, f"delete page {page.title!r}")
+        assert not Page.objects.filter(pk=page.pk).exists(), f"page {page.pk} still exists after delete"
+
+    def add_image(self, title: str, filename: str, colour: tuple[int, int, int]):
+        from django.core.files.uploadedfile import SimpleUploadedFile
+        from wagtail.images import get_image_model
+
+        upload = SimpleUploadedFile(filename, png(colour), content_type="image/png")
+        self.get("wagtailimages:add", (), "open the image upload form")
+        self.post("wagtailimages:add", (), {"title": title, "file": upload}, f"upload image {title!r}")
+        image = get_image_model().objects.get(title=title)
+        # The edit view renders a rendition (a thumbnail): deleting the image deletes its file too.
+        self.get("wagtailimages:edit", (image.pk,), f"open the edit view of image {title!r}")
+        assert image.renditions.exists(), f"image {title!r}: the edit view made no rendition"
+        return image
+
+    def edit_image(self, image, title: str):
+        data = {"title": title, "collection": image.collection_id, "tags": ""}
+        self.post("wagtailimages:edit", (image.pk,), data, f"edit image {image.title!r}")
+        image.refresh_from_db()
+        assert image.title == title, f"image {image.pk}: title {image.title!r}, expected {title!r}"
+
+    def delete_image(self, image):
+        from wagtail.images import get_image_model
+
+        self.get("wagtailimages:delete", (image.pk,), f"open the delete view of image {image.title!r}")
+        self.post("wagtailimages:delete", (image.pk,), {}, f"delete image {image.title!r}")
+        assert not get_image_model().objects.filter(pk=image.pk).exists(), f"image {image.pk} still exists after delete"
+
+
+def operate() -> dict:
+    """The editor's session. Deterministic: two fresh copies of the site get the same ids."""
+    from wagtail.models import Page
+
+    editor = Editor()
+    home = Page.objects.get(depth=2).specific
+    alpha = editor.add_page(home, "Alpha", "alpha", publish=False)
+    editor.edit_page(alpha, "Alpha", publish=True)
+    bravo = editor.add_page(home, "Bravo", "bravo", publish=True)
+    editor.edit_page(bravo, "Bravo edited", publish=True)
+    editor.edit_page(alpha, "Alpha draft", publish=False)
+    child = editor.add_page(bravo, "Bravo child", "bravo-child", publish=True)
+    doomed = editor.add_page(home, "Charlie", "charlie", publish=True)
+    editor.edit_page(doomed, "Charlie edited", publish=True)
+    editor.delete_page(doomed)
+    sunset = editor.add_image("Sunset", "sunset.png", (250, 120, 40))
+    editor.edit_image(sunset, "Sunset over the bay")
+    gone = editor.add_image("Doomed image", "doomed.png", (20, 20, 200))
+    editor.delete_image(gone)
+    return {"pages": [alpha.pk, bravo.pk, child.pk], "deleted_page": doomed.pk, "image": sunset.pk, "deleted_image": gone.pk}
+
+
+def natural(content_type_id: int | None) -> str | None:
+    from django.contrib.contenttypes.models import ContentType
+
+    if content_type_id is None:
+        return None
+    ct = ContentType.objects.get_for_id(content_type_id)
+    return f"{ct.app_label}.{ct.model}"
+
+
+def rows(model, exclude: tuple[str, ...] = ("id",)) -> list[dict]:
+    """Every row of ``model``, content types by natural key, sorted (ids of rows the
+    tasks write differ with the order they ran in; the objects' own ids do not)."""
+    found = []
+    for row in model.objects.values():
+        row = {k: v for k, v in row.items() if k not in exclude}
+        for key in [k for k in row if k.endswith("content_type_id")]:
+            row[key] = natural(row[key])
+        found.append({k: str(v) if v is not None else None for k, v in row.items()})
+    return sorted(found, key=lambda r: json.dumps(r, sort_keys=True))
+
+
+def search_entries() -> list[dict]:
+    from wagtail.search import models as search_models
+
+    # Not title_norm: a ranking weight the database backend estimates as entries are added
+    # (the mean title length at that moment over this title's; only entries still at the
+    # default 1.0 are refreshed), so it depends on the order the objects were indexed in.
+    entries = rows(search_models.IndexEntry, exclude=("id", "title_norm"))
+    fts = getattr(search_models, "SQLiteFTSIndexEntry", None)
+    if fts is not None:  # SQLite's full-text table, one row per entry
+        texts = {r.pop("index_entry_id"): r for r in fts.objects.values("index_entry_id", "title", "body", "autocomplete")}
+        keyed = {(e["content_type_id"], e["object_id"]): e for e in entries}
+        for entry in search_models.IndexEntry.objects.all():
+            keyed[(natural(entry.content_type_id), entry.object_id)]["fts"] = texts.get(entry.pk)
+    return entries
+
+
+def dump() -> dict:
+    from django.conf import settings
+    from wagtail.images import get_image_model
+    from wagtail.models import Page, ReferenceIndex
+
+    media = sorted(
+        os.path.relpath(os.path.join(root, name), settings.MEDIA_ROOT)
+        for root, _dirs, names in os.walk(settings.MEDIA_ROOT)
+        for name in names
+    )
+    return {
+        "reference_index": rows(ReferenceIndex),
+        "search_index": search_entries(),
+        "pages": sorted([p.url_path, p.title, p.draft_title, p.live] for p in Page.objects.all()),
+        "images": sorted([i.pk, i.title, i.file.name] for i in get_image_model().objects.all()),
+        "media": media,
+        "search": {q: sorted(p.title for p in Page.objects.live().search(q)) for q in ("Bravo", "Alpha", "Charlie")},
+        "image_search": sorted(i.title for i in get_image_model().objects.search("Sunset")),
+    }
+
+
+def jobs() -> list[dict]:
+    """Boson's jobs (on the copy whose backend is boson): task, arguments, where each ended,
+    and the last line of its last error."""
+    from boson_django.models import Job
+
+    found = []
+    for job in Job.objects.order_by("enqueued_at", "id"):
+        error = job.last_error.strip().splitlines()[-1] if job.last_error.strip() else ""
+        found.append({"task": job.task, "args": job.args, "state": job.state, "attempt": job.attempt, "error": error})
+    return found
+
+
+def later() -> str:
+    """A minute later on boson's store clock (seen by the next worker): every first retry,
+    backed off by at most a second or two, is due."""
+    from boson_django import clock
+
+    return clock.advance(60_000).isoformat()
+
+
+if __name__ == "__main__":
+    setup()
+    result = {"operate": operate, "dump": dump, "jobs": jobs, "later": later}[sys.argv[1]]()
+    print(json.dumps(result, sort_keys=True, default=str))
