@@ -240,7 +240,7 @@ def _unknown_key(key: str) -> checks.CheckMessage:
 def _bad_value(key: str, value: Any) -> str | None:
     kind, minimum = conf.RULES[key]
     if (isinstance(value, bool) and kind is not bool) or not isinstance(value, kind):
-        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        names = kind.__name__ if isinstance(kind, type) else " or ".join("None" if k is type(None) else k.__name__ for k in kind)
         return f"must be {names}, got {type(value).__name__} {value!r}."
     if minimum is not None and value < minimum:
         return f"must be >= {minimum}, got {value!r}."
@@ -254,6 +254,8 @@ def _bad_value(key: str, value: Any) -> str | None:
         return f"must be a plain identifier of at most 63 ASCII characters, got {value!r}."
     if key == "TASK_MODULES":
         return _unimportable(value)
+    if key == "ALLOWED_TASK_MODULES" and value is not None:
+        return _not_module_names(value)
     if key == "SCHEDULES":
         from boson_django.schedules.spec import check_setting
 
@@ -286,6 +288,14 @@ def _unimportable(modules: Any) -> str | None:
             found = None
         if found is None:
             return f"names a module that cannot be imported: {module!r}."
+    return None
+
+
+def _not_module_names(entries: Any) -> str | None:
+    """The first ALLOWED_TASK_MODULES entry that is not a dotted module or package name."""
+    for entry in entries:
+        if not isinstance(entry, str) or not all(part.isidentifier() for part in entry.split(".")):
+            return f"must list module or package names such as 'shop.tasks' or 'wagtail', got {entry!r}."
     return None
 
 

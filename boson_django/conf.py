@@ -23,6 +23,7 @@ DEFAULTS: dict[str, Any] = {
     "MAX_PAYLOAD_BYTES": 16 * 1024 * 1024,
     "MAX_RESULT_BYTES": 16 * 1024 * 1024,
     "TASK_MODULES": [],
+    "ALLOWED_TASK_MODULES": None,
     "DATABASE": "default",
     "SQLITE_BUSY_RETRIES": 20,
     "CONCURRENCY": 10,
@@ -53,7 +54,14 @@ DOCS: dict[str, str] = {
         "Largest JSON-encoded return value, checkpoint or output a handler may store; a larger return value fails "
         "the attempt, a larger checkpoint or output raises in the handler. Nothing of it is written."
     ),
-    "TASK_MODULES": "Extra modules imported to register tasks (besides installed apps' tasks).",
+    "TASK_MODULES": (
+        "Modules imported at start-up besides installed apps' `tasks` modules, so that schedules and the admin know "
+        "their tasks before a job names them (any module-level task runs without being listed)."
+    ),
+    "ALLOWED_TASK_MODULES": (
+        "None (any module-level task of a boson backend runs, as with Django's own backends), or the modules and "
+        "packages whose tasks may run: a worker then imports nothing else a job names (see docs/guarantees.md)."
+    ),
     "DATABASE": (
         "Database alias that holds the queue when a call passes no using=. Other than 'default', add "
         "'boson_django.routers.StoreRouter' to DATABASE_ROUTERS so that the admin and migrate use it too "
@@ -108,6 +116,7 @@ RULES: dict[str, tuple[type | tuple[type, ...], int | None]] = {
     "MAX_PAYLOAD_BYTES": (int, 1),
     "MAX_RESULT_BYTES": (int, 1),
     "TASK_MODULES": ((list, tuple), None),
+    "ALLOWED_TASK_MODULES": ((list, tuple, type(None)), None),
     "DATABASE": (str, None),
     "SQLITE_BUSY_RETRIES": (int, 0),
     "CONCURRENCY": (int, 1),
@@ -138,6 +147,7 @@ class Settings:
     MAX_PAYLOAD_BYTES: int
     MAX_RESULT_BYTES: int
     TASK_MODULES: list[str]
+    ALLOWED_TASK_MODULES: list[str] | None
     DATABASE: str
     SQLITE_BUSY_RETRIES: int
     CONCURRENCY: int

@@ -76,6 +76,9 @@ BAD_VALUES = [
     ("MAX_RESULT_BYTES", 0, ">= 1"),
     ("MAX_RESULT_BYTES", "16MB", "must be int"),
     ("TASK_MODULES", "tests.testapp.more_tasks", "must be list or tuple"),
+    ("ALLOWED_TASK_MODULES", "wagtail", "must be list or tuple or None, got str 'wagtail'"),
+    ("ALLOWED_TASK_MODULES", ["shop tasks"], "module or package names such as 'shop.tasks' or 'wagtail', got 'shop tasks'"),
+    ("ALLOWED_TASK_MODULES", ["shop.", "x"], "got 'shop.'"),
     ("DATABASE", 1, "must be str"),
     ("DATABASE", "nope", "names no database"),
     ("SQLITE_BUSY_RETRIES", -1, ">= 0"),
@@ -233,7 +236,8 @@ def test_max_payload_bytes_limits_enqueue(store_clock):
 
 
 def test_task_modules_decides_what_is_discovered(db):
-    """A fresh process imports TASK_MODULES at discovery; without it, the task is unknown."""
+    """A fresh process imports TASK_MODULES at discovery; without it, the task is not among
+    the known names until a job names it (then its module is imported on demand)."""
     from tests.concurrency.support import ROOT, subprocess_env
 
     script = (
@@ -241,7 +245,8 @@ def test_task_modules_decides_what_is_discovered(db):
         "s.BOSON = {'TASK_MODULES': sys.argv[1:]}\n"
         "import django; django.setup()\n"
         "from boson_django import registry\n"
-        "print(registry.is_registered('tests.testapp.more_tasks.extra'))\n"
+        "name = 'tests.testapp.more_tasks.extra'\n"
+        "print(name in registry.names(), registry.is_registered(name))\n"
     )
     def registered(*modules: str) -> str:
         out = subprocess.run([sys.executable, "-c", script, *modules], env=subprocess_env(), cwd=ROOT,
@@ -249,8 +254,8 @@ def test_task_modules_decides_what_is_discovered(db):
         assert out.returncode == 0, out.stderr
         return out.stdout.strip()
 
-    assert registered("tests.testapp.more_tasks") == "True"
-    assert registered() == "False"
+    assert registered("tests.testapp.more_tasks") == "True True"
+    assert registered() == "False True"
     assert registry.is_registered("tests.testapp.more_tasks.extra")
 
 

@@ -352,9 +352,9 @@ def test_a_key_may_hold_control_characters(store_clock):
     assert created.disposition == "created"
 
 
-def test_an_unknown_task_is_refused_saying_where_tasks_are_found(store_clock):
+def test_an_unknown_task_is_refused_saying_why(store_clock):
     error = refused(lambda: services.enqueue([Envelope(task="tests.testapp.tasks.nope")]), "task")
-    assert "installed app's `tasks` module" in str(error) and "BOSON['TASK_MODULES']" in str(error)
+    assert "module 'tests.testapp.tasks' has no 'nope'" in str(error)
 
 
 @task()
@@ -362,9 +362,8 @@ def outside_the_apps() -> None:
     """Defined in this module, which no installed app holds."""
 
 
-def test_a_task_outside_the_installed_apps_is_refused_naming_its_module(store_clock):
-    """A task whose app is not in INSTALLED_APPS, or one defined in a test module: the
-    error names the module and what to do, not only where tasks are found."""
-    error = refused(lambda: services.enqueue([Envelope(task=outside_the_apps.module_path)]), "task")
-    assert f"defined in module {__name__!r}, which is in no installed app" in str(error)
-    assert "add its app to INSTALLED_APPS" in str(error)
+def test_a_task_outside_the_installed_apps_is_accepted(store_clock):
+    """Any module-level task of a boson backend, as with Django's own backends (a
+    worker imports its module when a job names it: tests/worker/test_task_resolution.py)."""
+    [created] = services.enqueue([Envelope(task=outside_the_apps.module_path)])
+    assert created.disposition == "created"

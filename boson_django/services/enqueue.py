@@ -286,11 +286,8 @@ class _Checks:
     def _task(self, task: Any, index: int | None) -> str:
         task = validation.name(task, "task", index=index, max_len=255)
         if not registry.is_registered(task):
-            why = registry.outside_apps(task) or (
-                "a task runs only if it is defined in an installed app's `tasks` module, or in a module it "
-                "imports, or in BOSON['TASK_MODULES']"
-            )
-            raise InvalidEnvelope("task", f"unknown task {task!r}: not a registered task ({why})", index=index)
+            why = registry.why_unknown(task)
+            raise InvalidEnvelope("task", f"unknown task {task!r}: not a module-level task of a boson backend ({why})", index=index)
         self._registered.add(task)
         return task
 

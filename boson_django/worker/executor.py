@@ -1,8 +1,9 @@
 """Call a job's task and turn whatever happens into a :class:`Finish`.
 
-The job's task name is resolved through :func:`boson_django.registry.get` and nowhere
-else: a row naming anything that is not a registered ``Task`` is never imported or
-called; it ends ``UNDECODABLE`` with an error that says why. Every exception of the
+The job's task name is resolved through :func:`boson_django.registry.resolve` and nowhere
+else: a row naming anything that is not a module-level ``Task`` of a boson backend is
+never called; it ends ``UNDECODABLE`` with an error that says why (a module that fails to
+import included). Every exception of the
 handler becomes RETRY (the services decide backoff and give-up); the outcome helpers of
 the context become their outcome. Nothing here writes a transition: the runtime acks.
 
@@ -29,7 +30,7 @@ from django.db.backends.signals import connection_created
 from django.dispatch import receiver
 
 from boson_django import registry, taskresults, tracing
-from boson_django.compat import Task, task_started
+from boson_django.compat import task_started
 from boson_django.services.jobrows import UNREADABLE
 from boson_django.states import Outcome
 from boson_django.worker import logcapture
@@ -37,15 +38,6 @@ from boson_django.worker.attempt import Attempt
 from boson_django.worker.context import BosonContext
 from boson_django.worker.outcomes import Control, Finish, TransactionLeftOpen, failure, undecodable
 
-
-#: What an unknown task's error says to do: a worker knows only the tasks its discovery
-#: imports -- a task in another module of an app (``shop/jobs.py``) was accepted at
-#: enqueue by a web process that had imported it, then failed here with no hint why.
-WHERE_TASKS_LIVE = (
-    "in this worker: a worker knows the tasks of every installed app's `tasks` module (and of "
-    "the modules those import) and of BOSON['TASK_MODULES']; define or import the task there, "
-    "or list its module in TASK_MODULES"
-)
 
 #: Task name -> (the registered Task or None, whether it is async): what one batch of
 #: admitted jobs looked up, so each name is resolved once per batch rather than per job.
@@ -57,7 +49,8 @@ def resolve(attempt: Attempt, known: Known) -> Any | Finish:
     envelope = attempt.unit.envelope
     found = _task_named(envelope.task, known)[0]
     if found is None:
-        return undecodable(f"job {attempt.job_id} names {envelope.task!r}, which is not a registered task {WHERE_TASKS_LIVE}")
+        why = registry.why_unknown(envelope.task)
+        return undecodable(f"job {attempt.job_id} names {envelope.task!r}, which is not a task this worker can run: {why}")
     if not isinstance(envelope.args, list) or not isinstance(envelope.kwargs, dict):
         return undecodable(f"job {attempt.job_id} has arguments that are not a list and a dict")
     if attempt.unit.checkpoint is UNREADABLE:
@@ -69,7 +62,7 @@ def _task_named(name: str, known: Known) -> tuple[Any, bool]:
     entry = known.get(name)
     if entry is None:
         found = registry.get(name)
-        entry = known[name] = (None, False) if found is None or not isinstance(found, Task) else (found, is_async(found))
+        entry = known[name] = (None, False) if found is None else (found, is_async(found))
     return entry
 
 

@@ -139,5 +139,5 @@ def test_an_undecodable_job_has_an_error_attempt_span_in_its_trace(live_clock, s
     _drain("traced-gone")
     attempt = _by_name(spans)["boson.attempt tests.metrics.tasks.gone"]
     assert attempt.attributes["boson.outcome"] == "undecodable"
-    assert attempt.status.status_code is StatusCode.ERROR and "not a registered task" in attempt.status.description
+    assert attempt.status.status_code is StatusCode.ERROR and "not a task this worker can run" in attempt.status.description
     assert attempt.parent.span_id == _by_name(spans)["boson.enqueue"].context.span_id

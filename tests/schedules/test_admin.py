@@ -100,10 +100,10 @@ def test_run_now_of_a_schedule_whose_task_is_gone_is_refused_with_a_message(admi
     Schedule.objects.filter(name="nightly").update(task="tests.testapp.tasks.renamed")
     response = admin_client.post(reverse("admin:boson_django_schedule_op", args=["nightly", "run_now"]), follow=True)
     assert response.status_code == 200
-    assert "not a registered task" in response.content.decode()
+    assert "unknown task &#x27;tests.testapp.tasks.renamed&#x27;" in response.content.decode()
     response = admin_client.post(reverse(CHANGELIST), {"action": "run_now_selected", "_selected_action": ["nightly"]}, follow=True)
     assert response.status_code == 200
-    assert "not a registered task" in response.content.decode()
+    assert "unknown task &#x27;tests.testapp.tasks.renamed&#x27;" in response.content.decode()
     assert not Job.objects.exists()
     assert Schedule.objects.get(name="nightly").last_job_id in (None, "")
 
