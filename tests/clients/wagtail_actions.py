@@ -3,7 +3,8 @@ test suite's: ``python wagtail_actions.py operate|dump|jobs|later``, from the si
 directory.
 
 ``operate`` drives Wagtail's admin views with Django's test client, as an editor would:
-pages created, published, edited and deleted, images uploaded, edited and deleted. Every
+pages created, published, edited and deleted, images uploaded, edited and deleted,
+redirects created, edited and deleted. Every
 response is checked (no 500: the client re-raises a view's exception, so the process fails
 with its traceback) and so is what each action did. It prints the ids it made as JSON.
 
@@ -123,6 +124,30 @@ class Editor:
         self.post("wagtailimages:delete", (image.pk,), {}, f"delete image {image.title!r}")
         assert not get_image_model().objects.filter(pk=image.pk).exists(), f"image {image.pk} still exists after delete"
 
+    def add_redirect(self, old_path: str, page):
+        from wagtail.contrib.redirects.models import Redirect
+
+        data = {"old_path": old_path, "site": "", "is_permanent": "on", "redirect_page": page.pk, "redirect_link": ""}
+        self.get("wagtailredirects:add", (), "open the redirect form")
+        self.post("wagtailredirects:add", (), data, f"create redirect {old_path}")
+        redirect = Redirect.objects.get(old_path=Redirect.normalise_path(old_path))
+        assert redirect.redirect_page_id == page.pk, f"redirect {old_path} leads to page {redirect.redirect_page_id}"
+        return redirect
+
+    def edit_redirect(self, redirect, page):
+        data = {"old_path": redirect.old_path, "site": "", "is_permanent": "on", "redirect_page": page.pk, "redirect_link": ""}
+        self.get("wagtailredirects:edit", (redirect.pk,), f"open the redirect {redirect.old_path}")
+        self.post("wagtailredirects:edit", (redirect.pk,), data, f"edit redirect {redirect.old_path}")
+        redirect.refresh_from_db()
+        assert redirect.redirect_page_id == page.pk, f"redirect {redirect.old_path} leads to page {redirect.redirect_page_id}"
+
+    def delete_redirect(self, redirect):
+        from wagtail.contrib.redirects.models import Redirect
+
+        self.get("wagtailredirects:delete", (redirect.pk,), f"open the delete view of redirect {redirect.old_path}")
+        self.post("wagtailredirects:delete", (redirect.pk,), {}, f"delete redirect {redirect.old_path}")
+        assert not Redirect.objects.filter(pk=redirect.pk).exists(), f"redirect {redirect.old_path} still exists after delete"
+
 
 def operate() -> dict:
     """The editor's session. Deterministic: two fresh copies of the site get the same ids."""
@@ -143,7 +168,24 @@ def operate() -> dict:
     editor.edit_image(sunset, "Sunset over the bay")
     gone = editor.add_image("Doomed image", "doomed.png", (20, 20, 200))
     editor.delete_image(gone)
-    return {"pages": [alpha.pk, bravo.pk, child.pk], "deleted_page": doomed.pk, "image": sunset.pk, "deleted_image": gone.pk}
+    # Redirects purge the front-end cache (a task, whether or not a cache is configured).
+    moved = editor.add_redirect("/old-bravo", bravo)
+    editor.edit_redirect(moved, child)
+    dropped = editor.add_redirect("/old-charlie", alpha)
+    editor.delete_redirect(dropped)
+    return {
+        "pages": [alpha.pk, bravo.pk, child.pk],
+        "image": sunset.pk,
+        "redirect": moved.pk,
+        "deleted": [described(doomed), described(gone), described(dropped)],
+    }
+
+
+def described(instance) -> list:
+    """``[app_label, model_name, pk, class name]``: what an index task for ``instance`` is
+    given, and the class whose ``DoesNotExist`` it raises once the object is gone."""
+    meta = instance._meta
+    return [meta.app_label, meta.model_name, instance.pk, type(instance).__name__]
 
 
 def natural(content_type_id: int | None) -> str | None:
@@ -185,6 +227,7 @@ def search_entries() -> list[dict]:
 
 def dump() -> dict:
     from django.conf import settings
+    from wagtail.contrib.redirects.models import Redirect
     from wagtail.images import get_image_model
     from wagtail.models import Page, ReferenceIndex
 
@@ -198,6 +241,7 @@ def dump() -> dict:
         "search_index": search_entries(),
         "pages": sorted([p.url_path, p.title, p.draft_title, p.live] for p in Page.objects.all()),
         "images": sorted([i.pk, i.title, i.file.name] for i in get_image_model().objects.all()),
+        "redirects": sorted([r.old_path, r.redirect_page.url_path] for r in Redirect.objects.all()),
         "media": media,
         "search": {q: sorted(p.title for p in Page.objects.live().search(q)) for q in ("Bravo", "Alpha", "Charlie")},
         "image_search": sorted(i.title for i in get_image_model().objects.search("Sunset")),
