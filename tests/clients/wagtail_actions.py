@@ -1,62 +1,31 @@
 """Runs inside a stock Wagtail site's own process (its settings, its database), never in the
-test suite's: ``python wagtail_actions.py operate|dump|jobs|later``, from the site's
-directory.
+test suite's: ``python -m tests.clients.wagtail_actions operate|dump|jobs|later``, from the
+site's directory (site_actions.py has ``jobs`` and ``later``).
 
 ``operate`` drives Wagtail's admin views with Django's test client, as an editor would:
 pages created, published, edited and deleted, images uploaded, edited and deleted,
-redirects created, edited and deleted. Every
-response is checked (no 500: the client re-raises a view's exception, so the process fails
-with its traceback) and so is what each action did. It prints the ids it made as JSON.
+redirects created, edited and deleted. Every response is checked (no 500: the client
+re-raises a view's exception, so the process fails with its traceback) and so is what each
+action did. It prints the ids it made, and the objects it deleted, as JSON.
 
 ``dump`` prints, as JSON, what Wagtail's tasks leave behind: the reference index, the search
 index (the database backend's entries), the pages and images, the files in MEDIA_ROOT, and
 what a search finds -- each keyed by natural keys, so that two copies of the site (boson's
 and Django's immediate backend's) compare equal when they agree.
-
-On the copy whose backend is boson, ``jobs`` prints its jobs and ``later`` moves its store
-clock a minute on.
 """
 
 from __future__ import annotations
 
-import io
 import json
-import os
-import sys
 
-import django
-
-ADMIN = ("admin", "boson-client-pw")
-
-
-def setup() -> None:
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mysite.settings.dev")
-    sys.path.insert(0, os.getcwd())
-    django.setup()
-
-
-def expect(response, status: int, what: str):
-    """The response's status is ``status``, or the action fails, naming what was done."""
-    assert response.status_code == status, f"{what}: HTTP {response.status_code}, expected {status}"
-    return response
-
-
-def png(colour: tuple[int, int, int]) -> bytes:
-    from PIL import Image as PILImage
-
-    out = io.BytesIO()
-    PILImage.new("RGB", (64, 48), colour).save(out, "PNG")
-    return out.getvalue()
+from tests.clients.site_actions import expect, logged_in_client, main, media_files, png
 
 
 class Editor:
     """Wagtail's admin, through the test client, logged in as the site's superuser."""
 
     def __init__(self):
-        from django.test import Client
-
-        self.client = Client()
-        assert self.client.login(username=ADMIN[0], password=ADMIN[1]), "the superuser cannot log in"
+        self.client = logged_in_client()
 
     def post(self, name: str, args: tuple, data: dict, what: str, status: int = 302):
         from django.urls import reverse
@@ -226,49 +195,21 @@ def search_entries() -> list[dict]:
 
 
 def dump() -> dict:
-    from django.conf import settings
     from wagtail.contrib.redirects.models import Redirect
     from wagtail.images import get_image_model
     from wagtail.models import Page, ReferenceIndex
 
-    media = sorted(
-        os.path.relpath(os.path.join(root, name), settings.MEDIA_ROOT)
-        for root, _dirs, names in os.walk(settings.MEDIA_ROOT)
-        for name in names
-    )
     return {
         "reference_index": rows(ReferenceIndex),
         "search_index": search_entries(),
         "pages": sorted([p.url_path, p.title, p.draft_title, p.live] for p in Page.objects.all()),
         "images": sorted([i.pk, i.title, i.file.name] for i in get_image_model().objects.all()),
         "redirects": sorted([r.old_path, r.redirect_page.url_path] for r in Redirect.objects.all()),
-        "media": media,
+        "media": media_files(),
         "search": {q: sorted(p.title for p in Page.objects.live().search(q)) for q in ("Bravo", "Alpha", "Charlie")},
         "image_search": sorted(i.title for i in get_image_model().objects.search("Sunset")),
     }
 
 
-def jobs() -> list[dict]:
-    """Boson's jobs (on the copy whose backend is boson): task, arguments, where each ended,
-    and the last line of its last error."""
-    from boson_django.models import Job
-
-    found = []
-    for job in Job.objects.order_by("enqueued_at", "id"):
-        error = job.last_error.strip().splitlines()[-1] if job.last_error.strip() else ""
-        found.append({"task": job.task, "args": job.args, "state": job.state, "attempt": job.attempt, "error": error})
-    return found
-
-
-def later() -> str:
-    """A minute later on boson's store clock (seen by the next worker): every first retry,
-    backed off by at most a second or two, is due."""
-    from boson_django import clock
-
-    return clock.advance(60_000).isoformat()
-
-
 if __name__ == "__main__":
-    setup()
-    result = {"operate": operate, "dump": dump, "jobs": jobs, "later": later}[sys.argv[1]]()
-    print(json.dumps(result, sort_keys=True, default=str))
+    main({"operate": operate, "dump": dump})
