@@ -16,7 +16,7 @@ $(BIN)/.installed: $(BIN)/python setup.cfg pyproject.toml
 	touch $@
 
 # The package with its test, dev and clients extras (pytest, psycopg, ruff, mypy; the pinned
-# Wagtail that tests/clients runs).
+# Wagtail and django-pictures that tests/clients runs).
 $(BIN)/.installed-dev: $(BIN)/.installed
 	$(BIN)/python -m pip install -q --disable-pip-version-check -e ".[test,dev,clients]"
 	touch $@
