@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from boson_django import _installed, checks, registry, services, validation  # noqa: F401 -- _installed first
+from boson_django import _installed, checks, discards, registry, services, validation  # noqa: F401 -- _installed first
 from boson_django.compat import (
     BaseTaskBackend,
     Task,
@@ -26,11 +26,11 @@ from boson_django.taskresults import build_result, enqueued_result
 #: Boson's per-task policy, accepted by ``@task(...)`` and ``.using(...)``.
 POLICY_OPTIONS = (
     "max_attempts", "unique_key", "rate_class", "weight", "retention_ms", "lease_ms",
-    "timeout_ms", "crash_limit",
+    "timeout_ms", "crash_limit", "discard_on",
 )
 #: Policy a job takes from its task only (``@task``, TaskConfig, settings): no envelope
 #: carries it, so ``.using(...)`` refuses it rather than drop it.
-TASK_ONLY_OPTIONS = ("crash_limit",)
+TASK_ONLY_OPTIONS = ("crash_limit", "discard_on")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -49,6 +49,9 @@ class BosonTask(Task):  # type: ignore[misc,valid-type,unused-ignore]
     lease_ms: int | None = None
     timeout_ms: int | None = None
     crash_limit: int | None = None
+    #: Exception classes (or their dotted paths) whose instances, raised by the handler,
+    #: fail the job at once instead of retrying it (:mod:`boson_django.discards`).
+    discard_on: tuple[type[BaseException] | str, ...] | None = None
     #: Periodic runs: a cron string, a ``boson_django.schedules.Schedule`` or a list of them.
     schedule: str | Schedule | list[str | Schedule] | tuple[Schedule, ...] | None = None
     #: The envelope fields this copy was given with ``.using(...)``: they win over the
@@ -58,11 +61,14 @@ class BosonTask(Task):  # type: ignore[misc,valid-type,unused-ignore]
     def __post_init__(self) -> None:
         Task.__post_init__(self)
         object.__setattr__(self, "schedule", as_schedules(self.schedule))
+        if self.discard_on is not None:  # a tuple, checked (its paths are imported when first needed)
+            object.__setattr__(self, "discard_on", _discard_on(self.discard_on))
         registry.register(self)
 
     def using(self, **changes: Any) -> BosonTask:  # type: ignore[override]
         """Django's ``using`` plus boson's policy options (``.using(max_attempts=3)``);
-        ``crash_limit`` is the task's own (``@task`` or its TaskConfig row), never per call."""
+        ``crash_limit`` and ``discard_on`` are the task's own (``@task``, its TaskConfig
+        row or ``TASK_POLICIES``), never per call."""
         for name in TASK_ONLY_OPTIONS:
             if name in changes:
                 raise InvalidEnvelope(name, "is set per task (@task(...) or its TaskConfig row), not per call with .using()")
@@ -77,6 +83,14 @@ class BosonTask(Task):  # type: ignore[misc,valid-type,unused-ignore]
             found["unique_key"] = self.unique_key
         found.update(queue=self.queue_name, priority=self.priority)
         return found
+
+
+def _discard_on(value: Any) -> tuple[Any, ...]:
+    """``@task(discard_on=...)`` as a tuple of classes and paths; a class that is not an
+    exception, or anything else, raises ``InvalidEnvelope`` naming ``discard_on``."""
+    listed = discards.entries(value)
+    discards.classes(tuple(entry for entry in listed if isinstance(entry, type)))
+    return listed
 
 
 class BosonBackend(BaseTaskBackend):  # type: ignore[misc,valid-type,unused-ignore]

@@ -254,6 +254,10 @@ def _bad_value(key: str, value: Any) -> str | None:
         return f"must be a plain identifier of at most 63 ASCII characters, got {value!r}."
     if key == "TASK_MODULES":
         return _unimportable(value)
+    if key == "TASK_POLICIES":
+        from boson_django.task_policies import check_setting as check_task_policies
+
+        return check_task_policies(value)
     if key == "ALLOWED_TASK_MODULES" and value is not None:
         return _not_module_names(value)
     if key == "SCHEDULES":

@@ -39,6 +39,7 @@ DEFAULTS: dict[str, Any] = {
     "GC_THRESHOLD": 10_000,
     "EMBEDDED_WORKER": False,
     "SCHEDULES": {},
+    "TASK_POLICIES": {},
 }
 
 DOCS: dict[str, str] = {
@@ -92,6 +93,13 @@ DOCS: dict[str, str] = {
     ),
     "EMBEDDED_WORKER": "Start a worker thread inside each web process, with the first request it serves (see boson_django.worker.embedded).",
     "SCHEDULES": "Periodic jobs declared in settings: name -> {task, cron or every, timezone, missed, args, ...} (docs/schedules.md).",
+    "TASK_POLICIES": (
+        "Policy for the tasks under a module path, for tasks whose code is not yours (a third-party package's): "
+        "prefix -> {max_attempts, rate_class, weight, retention_ms, lease_ms, timeout_ms, crash_limit, queue, priority, "
+        "discard_on}. A prefix covers the module (or task path) it names and everything under it on a dot; for each "
+        "field the longest prefix that sets it wins. Above the @task(...) defaults, below a TaskConfig row "
+        "(docs/tasks.md#policy-by-module-prefix)."
+    ),
 }
 
 #: A sweep's duty lease lasts this many sweep intervals (and at least a second), so a
@@ -132,6 +140,7 @@ RULES: dict[str, tuple[type | tuple[type, ...], int | None]] = {
     "GC_THRESHOLD": (int, 0),
     "EMBEDDED_WORKER": (bool, None),
     "SCHEDULES": (dict, None),
+    "TASK_POLICIES": (dict, None),
 }
 
 
@@ -163,6 +172,7 @@ class Settings:
     GC_THRESHOLD: int
     EMBEDDED_WORKER: bool
     SCHEDULES: dict[str, Any]
+    TASK_POLICIES: dict[str, Any]
 
 
 def user_settings() -> dict[str, Any]:

@@ -81,6 +81,13 @@ class TaskConfig(models.Model):
                   "unique key, so every enqueue creates one. arguments: a job without a key of its own is "
                   "unique by task and arguments (its fingerprint).",
     )
+    discard_on = models.TextField(
+        null=True, blank=True,
+        help_text="Exception classes, by dotted path, one per line (e.g. django.core.exceptions.ObjectDoesNotExist). "
+                  "When the task's handler raises one of them, or a subclass, the job fails at once instead of being "
+                  "retried. Empty: BOSON['TASK_POLICIES'], then the task's code, decide. Read when a handler raises, "
+                  "so a change applies to jobs already queued.",
+    )
 
     class Meta:
         db_table = "boson_task_config"

@@ -1,11 +1,12 @@
-"""Per-task policy: the TaskConfig row overrides code defaults, which override settings."""
+"""Per-task policy: the TaskConfig row overrides ``BOSON["TASK_POLICIES"]``, which
+overrides the ``@task`` code defaults, which override the global ``BOSON`` settings."""
 
 from __future__ import annotations
 
 import warnings
 from typing import Any
 
-from boson_django import conf, registry, validation
+from boson_django import conf, discards, registry, task_policies, validation
 from boson_django.policies import UNIQUENESS
 from boson_django.errors import UnregisteredTaskWarning
 from boson_django.models import TaskConfig
@@ -14,7 +15,7 @@ from boson_django.services._db import store_transaction
 
 POLICY_FIELDS = (
     "max_attempts", "max_active", "rate_class", "weight", "retention_ms",
-    "lease_ms", "timeout_ms", "crash_limit", "queue", "priority", "uniqueness",
+    "lease_ms", "timeout_ms", "crash_limit", "queue", "priority", "uniqueness", "discard_on",
 )
 
 
@@ -27,7 +28,8 @@ def task_configs(tasks: set[str], using: str) -> dict[str, dict[str, Any]]:
 
 
 def resolve(task: str, given: dict[str, Any], row: dict[str, Any]) -> dict[str, Any]:
-    """Fill unset envelope fields: explicit > TaskConfig > @task defaults > settings."""
+    """Fill unset envelope fields: explicit > TaskConfig > TASK_POLICIES (longest prefix)
+    > @task defaults > settings."""
     settings = conf.get()
     base = {
         "queue": "default",
@@ -42,7 +44,7 @@ def resolve(task: str, given: dict[str, Any], row: dict[str, Any]) -> dict[str, 
         "unique_key": None,
     }
     code = registry.defaults_for(task)
-    merged = {**base, **{k: v for k, v in code.items() if v is not None}, **row}
+    merged = {**base, **{k: v for k, v in code.items() if v is not None}, **task_policies.for_task(task), **row}
     merged.update({k: v for k, v in given.items() if v is not None})
     return merged
 
@@ -63,6 +65,7 @@ def _validated(fields: dict[str, Any]) -> dict[str, Any]:
         "queue": lambda v: validation.optional_name(v, "queue"),
         "priority": lambda v: None if v is None else validation.priority(v),
         "uniqueness": lambda v: None if v is None else validation.one_of(v, UNIQUENESS, "uniqueness"),
+        "discard_on": discards.stored,
     }
     return {key: checks[key](value) for key, value in fields.items()}
 
@@ -72,7 +75,9 @@ def set_task_config(task: str, *, using: str | None = None, warn_unregistered: b
 
     Idempotent. Applies to jobs enqueued afterwards: a job's policy is fixed at enqueue;
     ``max_active``, read at admission, applies to waiting jobs too, and idle workers are
-    woken at commit to admit what a raised cap lets through.
+    woken at commit to admit what a raised cap lets through; ``discard_on`` (exception
+    classes or their dotted paths, stored as paths), read when a handler raises, applies
+    to the next failure of any job of the task.
     A name no registered task has is written all the same, with an
     ``UnregisteredTaskWarning`` naming the closest registered task. The warning comes
     after the write has committed (or joined your transaction), so a warning filter that

@@ -6,7 +6,8 @@ while the others apply. A bad argument from the handler (e.g. a negative snooze 
 is a handler failure: that attempt is acked RETRY in a second flush. A database error
 propagates, so the loop retries the whole flush once the connection is back (nothing of
 it was written). Attempts with in-ack effects go through :func:`delivery.deliver`, which
-runs the effects in their own ack's transaction.
+runs the effects in their own ack's transaction. A handler's exception that its task's
+``discard_on`` lists is acked DISCARD (:mod:`.discarding`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from boson_django.compat import task_finished
 from boson_django.errors import InvalidEnvelope, LeaseRejected
 from boson_django.services import AckReply, AckRequest
 from boson_django.states import JobState, Outcome
+from boson_django.worker import discarding
 from boson_django.worker.attempt import Attempt
 from boson_django.worker.delivery import finished_signal, log_outcome
 from boson_django.worker.outcomes import Finish, error_text
@@ -44,6 +46,7 @@ def _complete(batch: Sequence[tuple[Attempt, Finish]], using: str) -> None:
             live.append((attempt, finish))
     if not live:
         return
+    live = list(discarding.apply(live, using))  # a failure its task's discard_on lists: DISCARD
     replies = services.ack_many([_request(a, f) for a, f in live], using=using)
     bad = [(a, f, r) for (a, f), r in zip(live, replies) if isinstance(r.error, InvalidEnvelope)]
     if bad:

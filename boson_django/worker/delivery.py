@@ -23,6 +23,7 @@ from boson_django import clock, services, taskresults
 from boson_django.errors import InvalidEnvelope, LeaseRejected
 from boson_django.services import _db
 from boson_django.states import Outcome
+from boson_django.worker import discarding
 from boson_django.worker.attempt import Attempt
 from boson_django.worker.outcomes import Finish, error_text
 
@@ -42,6 +43,7 @@ def _deliver(attempt: Attempt, finish: Finish) -> str | None:
         log.warning("boson: job %s finished after its lease was lost; outcome %s not stored",
                     attempt.job_id, finish.outcome.value)
         return None
+    (_, finish), = discarding.apply([(attempt, finish)], attempt.using)  # discard_on: DISCARD
     try:
         state = _ack(attempt, finish)
     except LeaseRejected as exc:

@@ -8,6 +8,7 @@ before migration 0007 made the columns refuse NULL).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 from contextlib import contextmanager
 
 import pytest
@@ -16,7 +17,7 @@ from django.db.migrations.executor import MigrationExecutor
 from django.test.utils import CaptureQueriesContext
 
 from boson_django import conf, services
-from boson_django.models import Job, TaskConfig
+from boson_django.models import Job
 from tests.factories import ADD, NOOP
 from tests.worker.conftest import burst
 
@@ -30,11 +31,12 @@ def _hand_written(job_id: str, task: str, now, **policy: int | None) -> None:
 
 
 @contextmanager
-def _migrated_back_to(target: tuple[str, str]) -> Iterator[None]:
-    """The store's schema as of ``target`` until the block ends; then every migration again."""
-    MigrationExecutor(connection).migrate([target])
+def _migrated_back_to(target: tuple[str, str]) -> Iterator[Any]:
+    """The store's schema as of ``target`` until the block ends; then every migration again.
+    Yields the models as of ``target`` (today's TaskConfig has columns that schema lacks)."""
+    state = MigrationExecutor(connection).migrate([target])
     try:
-        yield
+        yield state.apps
     finally:
         executor = MigrationExecutor(connection)
         executor.migrate(executor.loader.graph.leaf_nodes("boson_django"))
@@ -53,8 +55,8 @@ def test_the_migration_gives_rows_without_a_policy_one_and_their_jobs_run(live_c
     else the BOSON setting: claimed, each gets a lease expiry; a reclaim finds it once it
     passes and hands the job back (one crash is under the limit); a worker completes it."""
     now, settings = live_clock.now(), conf.get()
-    with _migrated_back_to(BEFORE):
-        TaskConfig.objects.create(task=ADD, lease_ms=5_000, crash_limit=2)
+    with _migrated_back_to(BEFORE) as then:
+        then.get_model("boson_django", "TaskConfig").objects.create(task=ADD, lease_ms=5_000, crash_limit=2)
         _hand_written("configured", ADD, now)
         _hand_written("default", NOOP, now)
     assert set(Job.objects.values_list("id", "lease_ms", "crash_limit")) == {
@@ -74,8 +76,8 @@ def test_the_migration_keeps_the_value_a_row_has_and_fills_only_the_missing_one(
     """A row missing only one of the two keeps the other as it was: its task's TaskConfig
     value or the setting fills only the column that was NULL."""
     now, settings = live_clock.now(), conf.get()
-    with _migrated_back_to(BEFORE):
-        TaskConfig.objects.create(task=ADD, lease_ms=5_000, crash_limit=None)
+    with _migrated_back_to(BEFORE) as then:
+        then.get_model("boson_django", "TaskConfig").objects.create(task=ADD, lease_ms=5_000, crash_limit=None)
         _hand_written("no-limit", ADD, now, lease_ms=9_000)
         _hand_written("no-lease", ADD, now, crash_limit=7)
         _hand_written("no-lease-default", NOOP, now, crash_limit=8)
