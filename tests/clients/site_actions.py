@@ -52,14 +52,16 @@ def media_files() -> list[str]:
 
 
 def jobs() -> list[dict]:
-    """Boson's jobs: task, arguments, where each ended, and the last line of its last error."""
+    """Boson's jobs: task, arguments, where each ended, its last run's outcome and the last
+    line of its last error."""
     from boson_django.models import Job
 
     found = []
     for job in Job.objects.order_by("enqueued_at", "id"):
         error = job.last_error.strip().splitlines()[-1] if job.last_error.strip() else ""
-        found.append({"task": job.task, "args": job.args, "kwargs": job.kwargs, "state": job.state,
-                      "attempt": job.attempt, "error": error})
+        last = job.runs.order_by("-attempt", "-started_at").first()
+        found.append({"id": job.id, "task": job.task, "args": job.args, "kwargs": job.kwargs, "state": job.state,
+                      "attempt": job.attempt, "outcome": last.outcome if last else None, "error": error})
     return found
 
 

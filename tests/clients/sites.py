@@ -70,16 +70,18 @@ def pg_admin(*statements: str) -> None:
             conn.execute(statement)
 
 
-def user_settings(apps: list[str], tasks: dict[str, Any], database: dict[str, Any]) -> str:
+def user_settings(apps: list[str], tasks: dict[str, Any], database: dict[str, Any], boson: dict | None = None) -> str:
     """What a user appends to the generated project's settings: the client's apps and boson
-    (and the backport's app on Django 5.2), the ``TASKS`` backend, the database. Nothing
-    boson-specific besides: no module list, no ``BOSON`` setting."""
+    (and the backport's app on Django 5.2), the ``TASKS`` backend, the database, and the
+    ``BOSON`` setting boson's docs recommend for that client, if any -- never a list of
+    task modules."""
     apps = [*apps, "boson_django"] + (["django_tasks"] if tasks_module() == "django_tasks" else [])
     return (
         "\n\n# Added for boson_django.\n"
         f"INSTALLED_APPS += {apps!r}\n"
         f'TASKS = {{"default": {tasks!r}}}\n'
         f'DATABASES = {{"default": {database!r}}}\n'
+        + (f"BOSON = {boson!r}\n" if boson else "")
     )
 
 
@@ -121,14 +123,24 @@ def generate(command: list[str], directory: pathlib.Path) -> None:
     assert done.returncode == 0, f"{' '.join(command)} failed:\n{done.stdout}\n{done.stderr}"
 
 
+#: docs/tasks.md's recommended configuration for Wagtail: its index updates for an object
+#: deleted before a worker ran are discarded, not retried.
+WAGTAIL_BOSON = {
+    "TASK_POLICIES": {
+        "modelsearch.tasks": {"discard_on": ["django.core.exceptions.ObjectDoesNotExist"]},
+        "wagtail": {"discard_on": ["django.core.exceptions.ObjectDoesNotExist"]},
+    },
+}
+
+
 def wagtail_site(directory: pathlib.Path, backend: str, database: dict[str, Any]) -> Site:
-    """``wagtail start``, with :func:`user_settings` appended. On PostgreSQL, Wagtail's
-    search backend needs ``django.contrib.postgres`` (its index uses SearchVectorField),
-    whatever the Tasks backend."""
+    """``wagtail start``, with :func:`user_settings` appended (and :data:`WAGTAIL_BOSON`).
+    On PostgreSQL, Wagtail's search backend needs ``django.contrib.postgres`` (its index
+    uses SearchVectorField), whatever the Tasks backend."""
     generate([str(pathlib.Path(sys.executable).with_name("wagtail")), "start"], directory)
     apps = ["django.contrib.postgres"] if database["ENGINE"].endswith("postgresql") else []
     settings = directory / PROJECT / "settings" / "base.py"
-    settings.write_text(settings.read_text() + user_settings(apps, {"BACKEND": backend}, database))
+    settings.write_text(settings.read_text() + user_settings(apps, {"BACKEND": backend}, database, WAGTAIL_BOSON))
     return Site(directory, database, f"{PROJECT}.settings.dev", "wagtail_actions")
 
 

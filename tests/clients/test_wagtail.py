@@ -1,8 +1,10 @@
 """A stock Wagtail site (``wagtail start``) whose ``TASKS`` backend is boson, with no
-boson-specific module list: an editor's session through Wagtail's admin views answers
-without a 500, a ``boson_worker --burst`` then runs every job Wagtail enqueued, and what
-those jobs leave behind (the reference index, the search index, the media files) is what
-Django's ``ImmediateBackend`` leaves for the same session on a second copy of the site.
+module list and with the configuration docs/tasks.md recommends for Wagtail: an editor's
+session through Wagtail's admin views answers without a 500, a ``boson_worker --burst``
+then runs every job Wagtail enqueued (discarding the index updates of objects deleted
+before it ran), and what those jobs leave behind (the reference index, the search index,
+the media files) is what Django's ``ImmediateBackend`` leaves for the same session on a
+second copy of the site.
 
 Runs on the store this run uses (``BOSON_TEST_DB``): ``make test`` runs it on SQLite and
 on PostgreSQL. The editor's session and the dumps are in wagtail_actions.py; the sites in
@@ -44,30 +46,35 @@ def raced(job: dict) -> bool:
     return job["task"] in (REFERENCE_INDEX, SEARCH_INDEX) and job["state"] == "retryable" and "IntegrityError" in job["error"]
 
 
-def expected_end(job: dict, made: dict) -> tuple[str, str]:
-    """Where a job must end once every retry due has run: (state, last line of its error).
+def expected_end(job: dict, made: dict, raced_ids: set[str]) -> tuple[str, int, str, str]:
+    """Where a job must end once every retry due has run: (state, attempts, last run's
+    outcome, last line of its error).
 
     An index update for a deleted object raises the model's ``DoesNotExist``: under the
-    default policy it is retried later (``retryable``)."""
+    recommended configuration (``discard_on`` ObjectDoesNotExist for ``modelsearch.tasks``
+    and ``wagtail``, sites.WAGTAIL_BOSON) it fails at its first attempt, discarded. A job
+    that lost a race (:func:`raced`; its id in ``raced_ids``) completes at its second
+    attempt, every other job at its first."""
     model = deleted_object(job, made)
     if model:
-        return "retryable", f"{model}.DoesNotExist"
-    return "completed", ""
+        return "failed", 1, "discard", f"{model}.DoesNotExist"
+    return "completed", 2 if job["id"] in raced_ids else 1, "success", ""
 
 
-def unexpected(jobs: list[dict], made: dict) -> list[str]:
+def unexpected(jobs: list[dict], made: dict, raced_ids: set[str]) -> list[str]:
     """The jobs that did not end as :func:`expected_end` says, one line each."""
     wrong = []
     for job in jobs:
-        state, error = expected_end(job, made)
-        if job["state"] != state or error not in job["error"]:
-            wrong.append(f"{job['task']}{tuple(job['args'])}: {job['state']} ({job['error'] or 'no error'}), expected {state} {error}")
+        state, attempt, outcome, error = expected_end(job, made, raced_ids)
+        if (job["state"], job["attempt"], job["outcome"]) != (state, attempt, outcome) or error not in job["error"]:
+            wrong.append(f"{job['task']}{tuple(job['args'])}: {job['state']}, attempt {job['attempt']}, {job['outcome']} "
+                         f"({job['error'] or 'no error'}), expected {state}, attempt {attempt}, {outcome} {error}")
     return wrong
 
 
 @pytest.mark.slow
 @pytest.mark.clients
-@pytest.mark.timeout(400)  # about 35 s on SQLite and 50 s on PostgreSQL on an idle 2-core machine
+@pytest.mark.timeout(400)  # 35 to 100 s on a shared 2-core machine, on either store
 def test_stock_wagtail_site_runs_on_boson_as_on_the_immediate_backend(wagtail_sites):
     boson, immediate = wagtail_sites
 
@@ -80,14 +87,17 @@ def test_stock_wagtail_site_runs_on_boson_as_on_the_immediate_backend(wagtail_si
     assert {job["state"] for job in queued} == {"available"}, queued
 
     boson.manage("boson_worker", "--burst", timeout=120)
-    first = [job for job in boson.actions("jobs") if not raced(job)]
-    assert unexpected(first, made) == [], "jobs that did not end as expected:\n" + "\n".join(unexpected(first, made))
-    # A minute on, the retries are due: a second burst runs them (the deleted objects'
-    # index updates fail again, the races' retries complete).
+    first = boson.actions("jobs")
+    raced_ids = {job["id"] for job in first if raced(job)}
+    wrong = unexpected([job for job in first if job["id"] not in raced_ids], made, raced_ids)
+    assert wrong == [], "jobs that did not end as expected:\n" + "\n".join(wrong)
+    # A minute on, the retries of the jobs that lost a race are due: a second burst runs
+    # them (with no race, it has nothing to do).
     boson.actions("later")
     boson.manage("boson_worker", "--burst", timeout=120)
     ended = boson.actions("jobs")
-    assert unexpected(ended, made) == [], "jobs that did not end as expected:\n" + "\n".join(unexpected(ended, made))
+    wrong = unexpected(ended, made, raced_ids)
+    assert wrong == [], "jobs that did not end as expected:\n" + "\n".join(wrong)
     gone = {deleted_object(job, made) for job in ended} - {None}
     assert gone == {"HomePage", "Image"}, f"index updates for deleted objects: {gone}"
 
