@@ -15,9 +15,10 @@ $(BIN)/.installed: $(BIN)/python setup.cfg pyproject.toml
 	$(BIN)/python -m pip install -q --disable-pip-version-check -e .
 	touch $@
 
-# The package with its test and dev extras (pytest, psycopg, ruff, mypy).
+# The package with its test, dev and clients extras (pytest, psycopg, ruff, mypy; the pinned
+# Wagtail and django-pictures that tests/clients runs).
 $(BIN)/.installed-dev: $(BIN)/.installed
-	$(BIN)/python -m pip install -q --disable-pip-version-check -e ".[test,dev]"
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e ".[test,dev,clients]"
 	touch $@
 
 install: $(BIN)/.installed-dev

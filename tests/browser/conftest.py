@@ -17,13 +17,11 @@ import pytest
 from django.contrib.auth.models import User
 from django.test.utils import override_settings
 
+from tests.ci import in_ci
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
 WAIT_S = 10  # explicit waits; a page normally answers in well under a second
-
-
-def in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 
 def missing_browser() -> str | None:
