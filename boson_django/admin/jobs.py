@@ -14,7 +14,7 @@ from django.urls import path, reverse
 from django.views.decorators.http import require_POST
 
 from boson_django import clock
-from boson_django.admin import actions, display, stored
+from boson_django.admin import actions, display, search, stored
 from boson_django.admin.base import ReadOnlyAdmin, has_perm, own_transactions
 from boson_django.admin.filters import QueueFilter, TaskFilter
 from boson_django.models import Job, JobData, Run
@@ -45,8 +45,11 @@ class JobAdmin(ReadOnlyAdmin):
     view_as = "job"
     list_display = ("id", "task", "queue", "state_badge", "priority", "attempts", "run_at", "finalized_at", "error_head_display")
     list_filter = ("state", QueueFilter, TaskFilter)
-    search_fields = ("=id",)
-    search_help_text = "Exact job id."
+    #: Shown so the admin draws its search box; :meth:`get_search_results` matches them
+    #: (:mod:`boson_django.admin.search`), never Django's ``icontains`` over the table.
+    search_fields = ("task", "queue", "unique_key", "id", "lease_holder")
+    search_help_text = ("Task (part of its name), queue, unique key or id (its start), or the worker "
+                        "holding a running job. Narrow a word with task:, queue:, key:, id: or worker:.")
     ordering = ("-id",)
     sortable_by = ("id", "priority", "run_at", "finalized_at")
     show_facets = admin.ShowFacets.NEVER
@@ -71,6 +74,12 @@ class JobAdmin(ReadOnlyAdmin):
 
     def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
         return JobChangeList
+
+    def get_search_results(self, request: HttpRequest, queryset: Any, search_term: str) -> tuple[Any, bool]:
+        """The jobs every word of ``search_term`` matches (:mod:`boson_django.admin.search`)."""
+        if not search_term.strip():
+            return queryset, False
+        return search.narrowed(queryset, search.job_fields(queryset.db).terms(search_term)), False
 
     # -- list columns ---------------------------------------------------------------
     @admin.display(description="state", ordering="state")

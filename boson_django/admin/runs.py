@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.db.models.functions import Substr
 
-from boson_django.admin import display
+from boson_django.admin import display, search
 from boson_django.admin.base import ReadOnlyAdmin
 from boson_django.admin.filters import OutcomeFilter, QueueFilter
 from boson_django.admin.jobs import ERROR_HEAD
@@ -18,13 +18,20 @@ class RunAdmin(ReadOnlyAdmin):
     list_filter = (OutcomeFilter, QueueFilter, "recorded")
     #: A task's page links to its runs of the last 24 hours (``boson_run_task_started``).
     linked_lookups = ("task", "started_at__gte")
-    search_fields = ("=job__id",)
-    search_help_text = "Exact job id."
+    search_fields = ("task", "queue", "job__id")  # matched by get_search_results
+    search_help_text = ("Task (part of its name), queue, or the start of the job's id; worker: the open runs "
+                        "of a worker's jobs. Narrow a word with task:, queue:, id: or worker:.")
     ordering = ("-id",)
     sortable_by = ("id",)
     show_facets = admin.ShowFacets.NEVER
     readonly_fields = ("job_link", "started", "finished", "error_pre", "logs_pre")
     fields = ("job_link", "task", "queue", "attempt", "fence", "worker_id", "started", "finished", "outcome", "recorded", "error_pre", "logs_pre")
+
+    def get_search_results(self, request, queryset, search_term):  # type: ignore[no-untyped-def]
+        """The runs every word of ``search_term`` matches (:mod:`boson_django.admin.search`)."""
+        if not search_term.strip():
+            return queryset, False
+        return search.narrowed(queryset, search.run_fields(queryset.db).terms(search_term)), False
 
     def get_queryset(self, request):  # type: ignore[no-untyped-def]
         qs = super().get_queryset(request)

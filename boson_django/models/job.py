@@ -116,6 +116,9 @@ class Job(models.Model):
             ),
             models.Index(fields=["queue", "state"], name="boson_job_queue_state"),
             models.Index(fields=["task", "state"], name="boson_job_task_state"),
+            # The admin's search by unique key, in every state (the constraint above
+            # holds the live ones only); jobs without a key write no entry.
+            models.Index(fields=["unique_key"], condition=Q(unique_key__isnull=False), name="boson_job_key"),
         ]
 
     def __str__(self) -> str:
