@@ -64,8 +64,15 @@ def number(value: float) -> str:
 
 
 def first_line(text: str | None) -> str:
-    """An error's first line: ``dotted.ExceptionClass: message``, before its traceback."""
-    return text.splitlines()[0] if text else ""
+    """An error's first line: ``dotted.ExceptionClass: message``, before its traceback
+    (the worker writes errors so). An error that is a bare traceback, written some
+    other way, names its exception on its last line: that line."""
+    lines = [line for line in (text or "").splitlines() if line.strip()]
+    if not lines:
+        return ""
+    if lines[0].startswith("Traceback (most recent call last)"):
+        return lines[-1].strip()
+    return lines[0]
 
 
 def when(at: datetime | None, *, precise: bool = False) -> str:
@@ -95,10 +102,52 @@ def time_column(model: type[models.Model], name: Any) -> Any:
 
     @admin.display(description=field.verbose_name, ordering=name)
     def column(obj: Any) -> str:
-        return when(getattr(obj, name))
+        # a narrow column breaks the line after the date only, the zone kept with the time
+        day, space, rest = when(getattr(obj, name)).partition(" ")
+        return day + space + rest.replace(" ", "\N{NO-BREAK SPACE}")
 
     column.__name__ = name  # the column's CSS class, as the field's was
     return column
+
+
+def cut(text: str | None, kind: str) -> str:
+    """``text`` in a list cell of the width its ``kind`` gives (``boson-cut-<kind>`` in
+    the admin's style), cut short with an ellipsis there and whole in its title. A task
+    is cut at its start (``…tasks.send_mail``): its end names it."""
+    if not text:
+        return "—"
+    if kind == "task":
+        return format_html('<span class="boson-cut boson-cut-task" title="{}"><bdi>{}</bdi></span>', text, text)
+    return format_html('<span class="boson-cut boson-cut-{}" title="{}">{}</span>', kind, text, text)
+
+
+def short_id(job_id: str) -> str:
+    """A job id for a list cell: its start (what a search by id prefix takes) and its
+    end (which tells jobs enqueued in the same second apart), whole in the title."""
+    shown = job_id if len(job_id) <= 14 else f"{job_id[:8]}…{job_id[-4:]}"
+    return format_html('<span class="boson-cut boson-cut-id" title="{}">{}</span>', job_id, shown)
+
+
+OUTCOME_COLOURS = {
+    "success": STATE_COLOURS["completed"], "failed": STATE_COLOURS["failed"], "discard": STATE_COLOURS["failed"],
+    "undecodable": STATE_COLOURS["failed"], "retry": STATE_COLOURS["retryable"], "lease_lost": STATE_COLOURS["running"],
+    "quarantined": STATE_COLOURS["quarantined"], "cancelled": STATE_COLOURS["cancelled"], "running": STATE_COLOURS["running"],
+}
+
+
+def outcome_label(outcome: str, next_outcome: str | None, job_state: str | None) -> str:
+    """What ended a run, as an operator reads it. A run's outcome is the handler's ack,
+    so the attempt that spent the last retry is stored ``retry`` like the ones before it:
+    it is labelled ``failed`` when the job failed on it -- the job's latest run while the
+    job is failed, or one an operator's retry (``retried``) followed."""
+    if outcome == "retry" and (next_outcome == "retried" or (next_outcome is None and job_state == "failed")):
+        return "failed"
+    return outcome
+
+
+def outcome_badge(label: str) -> str:
+    """A run's outcome label (:func:`outcome_label`; ``running`` for an open run) as a badge."""
+    return badge(label, OUTCOME_COLOURS.get(label, STATE_COLOURS["skipped"]))
 
 
 def run_stats(stats: dict[str, Any], runs_url: str) -> str:

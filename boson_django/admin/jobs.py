@@ -11,10 +11,11 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models.functions import Substr
 from django.http import Http404, HttpRequest, HttpResponseRedirect
 from django.urls import path, reverse
+from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
 from boson_django import clock
-from boson_django.admin import actions, display, search, stored
+from boson_django.admin import actions, display, search, stored, summary
 from boson_django.admin.base import ReadOnlyAdmin, has_perm, own_transactions
 from boson_django.admin.filters import QueueFilter, TaskFilter
 from boson_django.models import Job, JobData, Run
@@ -22,7 +23,7 @@ from boson_django.states import allows
 
 #: The columns a list loads: no payload, checkpoint, result or full error text.
 LIST_FIELDS = (
-    "id", "task", "queue", "state", "priority", "attempt", "max_attempts", "crash_attempt", "run_at",
+    "id", "task", "queue", "state", "priority", "attempt", "max_attempts", "crash_attempt", "crash_limit", "run_at",
     "finalized_at", "fingerprint", "fence", "lease_holder", "lease_expires_at",
 )
 ERROR_HEAD = 120
@@ -43,7 +44,9 @@ class JobChangeList(ChangeList):
 
 class JobAdmin(ReadOnlyAdmin):
     view_as = "job"
-    list_display = ("id", "task", "queue", "state_badge", "priority", "attempts", "run_at", "finalized_at", "error_head_display")
+    #: Fits 1280 px beside the admin's sidebars: each text cut to its width, the last
+    #: error taking what is left (a job's priority and finish time are on its page).
+    list_display = ("id_cut", "task_cut", "queue_cut", "state_attempts", "run_at", "error_head_display")
     list_filter = ("state", QueueFilter, TaskFilter)
     #: Shown so the admin draws its search box; :meth:`get_search_results` matches them
     #: (:mod:`boson_django.admin.search`), never Django's ``icontains`` over the table.
@@ -51,7 +54,7 @@ class JobAdmin(ReadOnlyAdmin):
     search_help_text = ("Task (part of its name), queue, unique key or id (its start), or the worker "
                         "holding a running job. Narrow a word with task:, queue:, key:, id: or worker:.")
     ordering = ("-id",)
-    sortable_by = ("id", "priority", "run_at", "finalized_at")
+    sortable_by = ("id_cut", "run_at", "finalized_at")  # finalized_at: the failed jobs' list
     show_facets = admin.ShowFacets.NEVER
     action_form = actions.SnapshotActionForm
     actions = ("retry_selected", "cancel_selected", "release_selected")
@@ -81,10 +84,27 @@ class JobAdmin(ReadOnlyAdmin):
             return queryset, False
         return search.narrowed(queryset, search.job_fields(queryset.db).terms(search_term)), False
 
-    # -- list columns ---------------------------------------------------------------
+    # -- list columns: each cut to its width at 1280 px, whole in its title ------------
+    @admin.display(description="id", ordering="id")
+    def id_cut(self, obj: Job) -> str:
+        return display.short_id(obj.id)
+
+    @admin.display(description="task")
+    def task_cut(self, obj: Job) -> str:
+        return display.cut(obj.task, "task")
+
+    @admin.display(description="queue")
+    def queue_cut(self, obj: Job) -> str:
+        return display.cut(obj.queue, "queue")
+
     @admin.display(description="state", ordering="state")
     def state_badge(self, obj: Job) -> str:
         return display.badge(obj.state)
+
+    @admin.display(description="state", ordering="state")
+    def state_attempts(self, obj: Job) -> str:
+        return format_html('{} <span class="boson-quiet" title="attempts">{}</span>', display.badge(obj.state),
+                           self.attempts(obj))
 
     @admin.display(description="attempts")
     def attempts(self, obj: Job) -> str:
@@ -92,7 +112,7 @@ class JobAdmin(ReadOnlyAdmin):
 
     @admin.display(description="last error")
     def error_head_display(self, obj: Job) -> str:
-        return display.first_line(getattr(obj, "error_head", None))
+        return display.cut(display.first_line(getattr(obj, "error_head", None)), "error")
 
     # -- detail fields ----------------------------------------------------------------
     def get_object(self, request: HttpRequest, object_id: str, from_field: Any = None) -> Job | None:
@@ -182,17 +202,23 @@ class JobAdmin(ReadOnlyAdmin):
         """The page of a job found and this user may view (Django has checked both by
         now): only then are its runs, output and result read."""
         if obj is not None:
-            context.update(self.detail_context(request, context["object_id"]))
+            context.update(self.detail_context(request, context["object_id"], obj))
         return super().render_change_form(request, context, add, change, form_url, obj)
 
-    def detail_context(self, request: HttpRequest, url_id: str) -> dict[str, Any]:
-        """Runs, loaded data and buttons of the job whose page this is. ``url_id`` is the
-        admin's URL form of its id (``a_b`` is ``a_5Fb``): looked up as it stands, it named
-        another job -- the page showed that one's attempts and its buttons acted on it."""
+    def detail_context(self, request: HttpRequest, url_id: str, job: Job) -> dict[str, Any]:
+        """Runs, loaded data, failure summary and buttons of the job whose page this is.
+        ``url_id`` is the admin's URL form of its id (``a_b`` is ``a_5Fb``): looked up as
+        it stands, it named another job -- the page showed that one's attempts and its
+        buttons acted on it."""
         object_id = unquote(url_id)
         runs = list(Run.objects.filter(job_id=object_id).order_by("-started_at", "-id")[: MAX_RUNS_SHOWN + 1])
+        for newer, run in zip([None, *runs], runs):
+            label = "running" if run.finished_at is None else display.outcome_label(
+                run.outcome, newer.outcome if newer is not None else None, job.state)
+            run.outcome_badge = display.outcome_badge(label)  # type: ignore[attr-defined]
         load = request.GET.get("load")
         return {
+            "summary": summary.summary(request, job, runs, job.store_now_value),  # type: ignore[attr-defined]
             "runs": runs[:MAX_RUNS_SHOWN],
             "runs_truncated": len(runs) > MAX_RUNS_SHOWN,
             "loaded": load if load in ("output", "result") else None,

@@ -7,6 +7,7 @@ from typing import Any
 from django.contrib import admin
 from django.db.models import DateTimeField, Value
 from django.http import HttpRequest
+from django.utils.html import format_html
 
 from boson_django import clock
 from boson_django.admin import display
@@ -16,26 +17,30 @@ from boson_django.models import FailedJob, Job, Lease, QuarantinedJob
 
 
 class FailedJobAdmin(JobAdmin):
-    list_display = ("id", "task", "queue", "attempts", "finalized_at", "error_head_display")
+    list_display = ("id_cut", "task_cut", "queue_cut", "attempts", "finalized_at", "error_head_display")
     list_filter = (QueueFilter, TaskFilter)
     actions = ("retry_selected",)
 
 
 class QuarantinedJobAdmin(JobAdmin):
-    list_display = ("id", "task", "queue", "crash_attempt", "fingerprint_head", "error_head_display")
+    list_display = ("id_cut", "task_cut", "queue_cut", "crashes", "fingerprint_head", "error_head_display")
     list_filter = (QueueFilter, TaskFilter)
     #: Release only: the state machine has no way out of quarantine but a release.
     actions = ("release_selected",)
 
+    @admin.display(description="crashes")
+    def crashes(self, obj: Job) -> str:
+        return f"{obj.crash_attempt}/{obj.crash_limit}"
+
     @admin.display(description="fingerprint")
     def fingerprint_head(self, obj: Job) -> str:
-        return obj.fingerprint[:16]
+        return format_html('<code title="{}">{}</code>', obj.fingerprint, obj.fingerprint[:12])
 
 
 class LeaseAdmin(JobAdmin):
     """Running jobs seen through their lease: holder, fence and time left on the store clock."""
 
-    list_display = ("job", "task", "queue", "lease_holder", "fence", "lease_expires_at", "expires_in")
+    list_display = ("job", "task_cut", "queue_cut", "holder", "fence", "lease_expires_at", "expires_in")
     list_display_links = None
     list_filter = (QueueFilter, TaskFilter)
     ordering = ("lease_expires_at",)
@@ -48,7 +53,11 @@ class LeaseAdmin(JobAdmin):
 
     @admin.display(description="job")
     def job(self, obj: Job) -> str:
-        return display.job_link(obj.id)
+        return display.job_link(obj.id, display.short_id(obj.id))
+
+    @admin.display(description="holder")
+    def holder(self, obj: Job) -> str:
+        return display.cut(obj.lease_holder, "worker")
 
     @admin.display(description="expires in")
     def expires_in(self, obj: Job) -> str:
