@@ -17,6 +17,8 @@ class Series:
     colour: str
     values: list[float | None]
     points: str = ""
+    #: Points with no neighbour to draw a line to (a lone bin of data): drawn as dots.
+    dots: list[tuple[float, float]] | None = None
 
 
 @dataclass
@@ -46,6 +48,12 @@ def nice_max(value: float) -> float:
     return float(10 * step)
 
 
+def _alone(values: list[float | None], i: int) -> bool:
+    """Whether bin ``i`` has no value on either side: a line through it is a point, which
+    a polyline does not draw."""
+    return all(j < 0 or j >= len(values) or values[j] is None for j in (i - 1, i + 1))
+
+
 def line_chart(title: str, unit: str, series: list[Series], start: datetime, bin_span: timedelta, bins: int, label_every: int, fmt: str, y_fmt=lambda v: f"{v:g}") -> Chart:  # type: ignore[no-untyped-def]
     chart = Chart(title, unit, series)
     top_value = max((v for s in series for v in s.values if v is not None), default=0.0)
@@ -62,6 +70,7 @@ def line_chart(title: str, unit: str, series: list[Series], start: datetime, bin
 
     for s in series:
         s.points = " ".join(f"{x(i):.1f},{y(v):.1f}" for i, v in enumerate(s.values) if v is not None)
+        s.dots = [(round(x(i), 1), round(y(v), 1)) for i, v in enumerate(s.values) if v is not None and _alone(s.values, i)]
     chart.y_ticks = [(round(y(y_max * k / 4), 1), y_fmt(y_max * k / 4)) for k in range(5)]
     chart.x_ticks = [
         (round(x(i), 1), timezone.localtime(start + bin_span * i).strftime(fmt)) for i in range(0, bins, label_every)
