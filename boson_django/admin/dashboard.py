@@ -13,6 +13,7 @@ from django.contrib import admin
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
+from django.urls import path, reverse
 
 from boson_django import clock
 from boson_django.admin import charts, display, stats
@@ -25,20 +26,45 @@ COLOURS = {"completed": "#3b9a5b", "retried": "#c58b00", "failed": "#d0443e", "p
 
 class DashboardAdmin(ReadOnlyAdmin):
     view_as = "job"
+    #: How often an open dashboard fetches its panels again (:meth:`live_view`), in ms.
+    refresh_ms = 5_000
 
     @own_transactions
     def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> TemplateResponse:
         """The panels this user may open the pages of (:func:`panels`); the others are
         neither shown nor read."""
+        context = {
+            **self.admin_site.each_context(request),
+            **self.panels_context(request),
+            "title": "Boson dashboard",
+            "subtitle": None,
+            "opts": self.opts,
+            "live_url": reverse("admin:boson_django_dashboard_live"),
+            "refresh_ms": self.refresh_ms,
+        }
+        request.current_app = self.admin_site.name
+        return TemplateResponse(request, "admin/boson_django/dashboard.html", context)
+
+    @own_transactions
+    def live_view(self, request: HttpRequest) -> TemplateResponse:
+        """The dashboard's panels alone, as HTML its page puts in place of its own every
+        :attr:`refresh_ms` (the page's script, no reload): read and shown under the
+        page's own permission checks (the admin's view wrapper marks it never cached)."""
+        request.current_app = self.admin_site.name
+        return TemplateResponse(request, "admin/boson_django/includes/dashboard_panels.html", self.panels_context(request))
+
+    def get_urls(self) -> list[Any]:
+        live = self.admin_site.admin_view(self.live_view)
+        return [path("live/", live, name="boson_django_dashboard_live"), *super().get_urls()]
+
+    def panels_context(self, request: HttpRequest) -> dict[str, Any]:
+        """What the panels show: those of :func:`panels` this user may see, the others
+        neither shown nor read. ``PermissionDenied`` without the job view permission."""
         if not self.has_view_permission(request):
             raise PermissionDenied
         now = clock.now()
         can = panels(self.admin_site, request)
-        context = {
-            **self.admin_site.each_context(request),
-            "title": "Boson dashboard",
-            "subtitle": None,
-            "opts": self.opts,
+        return {
             "store_now": now,
             "cap_label": f"{CAP:,}",
             "can": can,
@@ -50,8 +76,6 @@ class DashboardAdmin(ReadOnlyAdmin):
                        for d in stats.duties()] if can["duties"] else [],
             "buckets": stats.buckets(now) if can["buckets"] else [],
         }
-        request.current_app = self.admin_site.name
-        return TemplateResponse(request, "admin/boson_django/dashboard.html", context)
 
 
 #: Dashboard panels beyond the jobs' (which ``view_job`` opens, as it opens the page),

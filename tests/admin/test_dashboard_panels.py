@@ -1,5 +1,5 @@
 """The dashboard shows a user the panels whose pages that user may open, and reads
-nothing for the others."""
+nothing for the others -- on its page and in the panels its page fetches to refresh."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from tests.admin.conftest import staff_client
 pytestmark = pytest.mark.django_db
 
 DASHBOARD = "admin:boson_django_dashboard_changelist"
+LIVE = "admin:boson_django_dashboard_live"
 #: panel -> (what marks it on the page, the table only it reads, the permission that shows it)
 PANELS = {
     "duties": ('id="boson-duties"', "boson_duty", "view_duty"),
@@ -23,6 +24,11 @@ PANELS = {
 }
 
 
+@pytest.fixture(params=[DASHBOARD, LIVE], ids=["page", "live"])
+def view(request) -> str:
+    return request.param
+
+
 @pytest.fixture
 def busy(store):
     services.set_rate_limit("smtp", 10, 1000, 20)
@@ -30,15 +36,15 @@ def busy(store):
     return store
 
 
-def _dashboard(client) -> tuple[str, list[str]]:
+def _dashboard(client, view: str) -> tuple[str, list[str]]:
     with CaptureQueriesContext(connection) as queries:
-        response = client.get(reverse(DASHBOARD))
+        response = client.get(reverse(view))
     assert response.status_code == 200
     return response.content.decode(), [q["sql"] for q in queries]
 
 
-def test_a_job_viewer_sees_the_jobs_panels_only_and_nothing_else_is_read(busy):
-    body, queries = _dashboard(staff_client("jobs-only", ["view_job"]))
+def test_a_job_viewer_sees_the_jobs_panels_only_and_nothing_else_is_read(busy, view):
+    body, queries = _dashboard(staff_client("jobs-only", ["view_job"]), view)
     assert 'id="boson-matrix"' in body and 'id="boson-leases"' in body and "Quarantined jobs" in body
     assert f'href="{reverse("admin:boson_django_job_changelist")}?queue=q-failed&amp;state=failed"' in body
     for panel, (mark, table, _) in PANELS.items():
@@ -49,21 +55,23 @@ def test_a_job_viewer_sees_the_jobs_panels_only_and_nothing_else_is_read(busy):
 
 
 @pytest.mark.parametrize("panel", list(PANELS))
-def test_each_panel_shows_with_its_own_permission(busy, panel):
+def test_each_panel_shows_with_its_own_permission(busy, panel, view):
     mark, table, permission = PANELS[panel]
-    body, queries = _dashboard(staff_client(f"with-{panel}", ["view_job", permission]))
+    body, queries = _dashboard(staff_client(f"with-{panel}", ["view_job", permission]), view)
     assert mark in body
     assert [q for q in queries if f'"{table}"' in q]
     assert all(other_mark not in body for other, (other_mark, _, _) in PANELS.items() if other != panel)
 
 
-def test_a_user_with_every_view_permission_sees_every_panel(viewer_client, busy):
-    body, _ = _dashboard(viewer_client)
+def test_a_user_with_every_view_permission_sees_every_panel(viewer_client, busy, view):
+    body, _ = _dashboard(viewer_client, view)
     assert all(mark in body for mark, _, _ in PANELS.values())
     assert "node-1" in body and "smtp" in body
     assert reverse("admin:boson_django_queue_change", args=["q-failed"]) in body
 
 
-def test_the_dashboard_stays_closed_without_the_job_view_permission(busy):
+def test_the_dashboard_stays_closed_without_the_job_view_permission(busy, view):
     client = staff_client("no-jobs", ["view_duty", "view_bucket", "view_run"])
-    assert client.get(reverse(DASHBOARD)).status_code == 403
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get(reverse(view)).status_code == 403
+    assert not [q for q in queries if '"boson_job"' in q["sql"]], "nothing of the jobs read"
