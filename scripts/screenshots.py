@@ -27,16 +27,19 @@ WIDTH = 1280
 MAX_HEIGHT = 1700
 START = "fieldset:nth-of-type(5)"  # the Lease fieldset, then progress, data and attempts
 
-TRACEBACK = """Traceback (most recent call last):
+#: As a worker writes an error: ``dotted.Class: message``, then the traceback.
+TRACEBACK = """{module}{name}: {message}
+Traceback (most recent call last):
   File "shop/tasks.py", line 41, in send_mail
     connection.send_messages([message])
   File "django/core/mail/backends/smtp.py", line 128, in send_messages
     new_conn_created = self.open()
-{}"""
+{name}: {message}"""
+#: (module prefix of the class's path, class, message), as ``TRACEBACK`` takes them.
 ERRORS = (
-    "TimeoutError: timed out",
-    "ConnectionRefusedError: [Errno 111] Connection refused",
-    "smtplib.SMTPServerDisconnected: Connection unexpectedly closed",
+    ("builtins.", "TimeoutError", "timed out"),
+    ("builtins.", "ConnectionRefusedError", "[Errno 111] Connection refused"),
+    ("", "smtplib.SMTPServerDisconnected", "Connection unexpectedly closed"),
 )
 
 
@@ -64,10 +67,11 @@ def seed_job_detail() -> str:
     for n, (wait_ms, error) in enumerate(zip((4_000, 17_000, 61_000), ERRORS), start=1):
         (unit,) = services.admit(f"web-1:{4100 + n}", ["mail"], 1)
         clock.advance(850 + 40 * n)
-        services.ack(unit.lease, Outcome.RETRY, error=TRACEBACK.format(error), logs=[
+        module, name, message = error
+        services.ack(unit.lease, Outcome.RETRY, error=TRACEBACK.format(module=module, name=name, message=message), logs=[
             "INFO shop.tasks: rendering order-confirmation for ada@example.com",
             "INFO shop.tasks: connecting to smtp.example.com:587",
-            f"WARNING shop.tasks: {error.split(': ', 1)[1]} (try {n})",
+            f"WARNING shop.tasks: {message} (try {n})",
         ])
         clock.advance(wait_ms)
         services.promote_due(10)
