@@ -1,5 +1,5 @@
-"""What the admin benchmarks share: a PostgreSQL database of their own, migrated, and a
-superuser's test client on it."""
+"""What the admin benchmarks share: a database of their own (PostgreSQL, or a SQLite
+file), migrated, and a superuser's test client on it."""
 
 from __future__ import annotations
 
@@ -18,10 +18,21 @@ def use_postgres(default_name: str) -> None:
     os.environ.setdefault("BOSON_PG_NAME", default_name)
 
 
+def use_sqlite(default_path: str) -> None:
+    """Point the test settings at SQLite file ``default_path`` (``BOSON_SQLITE_PATH``
+    names another); call before Django is set up."""
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
+    os.environ["BOSON_TEST_DB"] = "sqlite"
+    os.environ.setdefault("BOSON_SQLITE_PATH", default_path)
+
+
 def superuser_client(*, fresh: bool) -> Any:
     """Create the database (afresh when ``fresh``, else only if missing), set Django up,
     migrate, and log a superuser in on a test client."""
-    _create_database(fresh)
+    if os.environ["BOSON_TEST_DB"] == "postgres":
+        _create_database(fresh)
+    elif fresh and os.path.exists(os.environ["BOSON_SQLITE_PATH"]):
+        os.remove(os.environ["BOSON_SQLITE_PATH"])
     import django
     from django.core.management import call_command
     from django.test.utils import setup_test_environment

@@ -36,7 +36,15 @@ OPS = {
 }
 
 
-class JobChangeList(ChangeList):
+class SearchedChangeList(ChangeList):
+    """A list whose search may ask for its matches to be sorted whole (:mod:`search`)."""
+
+    def get_queryset(self, request: HttpRequest, exclude_parameters: Any = None) -> Any:
+        qs = super().get_queryset(request, exclude_parameters)
+        return search.sorted_whole(qs) if getattr(request, search.WHOLE, False) else qs
+
+
+class JobChangeList(SearchedChangeList):
     def get_queryset(self, request: HttpRequest, exclude_parameters: Any = None) -> Any:
         qs = super().get_queryset(request, exclude_parameters)
         return qs.only(*LIST_FIELDS).annotate(error_head=Substr("last_error", 1, ERROR_HEAD))
@@ -82,7 +90,9 @@ class JobAdmin(ReadOnlyAdmin):
         """The jobs every word of ``search_term`` matches (:mod:`boson_django.admin.search`)."""
         if not search_term.strip():
             return queryset, False
-        return search.narrowed(queryset, search.job_fields(queryset.db).terms(search_term)), False
+        found, whole = search.narrowed(queryset, search.job_fields(queryset.db).terms(search_term))
+        setattr(request, search.WHOLE, whole)
+        return found, False
 
     # -- list columns: each cut to its width at 1280 px, whole in its title ------------
     @admin.display(description="id", ordering="id")

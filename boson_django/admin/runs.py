@@ -10,7 +10,7 @@ from django.utils.html import format_html
 from boson_django.admin import display, search
 from boson_django.admin.base import ReadOnlyAdmin
 from boson_django.admin.filters import OutcomeFilter, QueueFilter
-from boson_django.admin.jobs import ERROR_HEAD
+from boson_django.admin.jobs import ERROR_HEAD, SearchedChangeList
 from boson_django.models import Job, Run
 
 
@@ -29,11 +29,16 @@ class RunAdmin(ReadOnlyAdmin):
     readonly_fields = ("job_link", "started", "finished", "error_pre", "logs_pre")
     fields = ("job_link", "task", "queue", "attempt", "fence", "worker_id", "started", "finished", "outcome", "recorded", "error_pre", "logs_pre")
 
+    def get_changelist(self, request, **kwargs):  # type: ignore[no-untyped-def]
+        return SearchedChangeList
+
     def get_search_results(self, request, queryset, search_term):  # type: ignore[no-untyped-def]
         """The runs every word of ``search_term`` matches (:mod:`boson_django.admin.search`)."""
         if not search_term.strip():
             return queryset, False
-        return search.narrowed(queryset, search.run_fields(queryset.db).terms(search_term)), False
+        found, whole = search.narrowed(queryset, search.run_fields(queryset.db).terms(search_term))
+        setattr(request, search.WHOLE, whole)
+        return found, False
 
     def get_queryset(self, request):  # type: ignore[no-untyped-def]
         qs = super().get_queryset(request)

@@ -22,7 +22,9 @@ A list is newest first, and a database walking the ids down to the first 50 matc
 meets late the matches of an old task (a retired task's 50,000 jobs, all older than
 the rest: PostgreSQL's plan walked 950,000 rows for them). So a search first reads the
 ids it finds, unordered, through the indexes above (:func:`narrowed`); when there are at
-most :data:`LISTED`, the page is those ids, newest first.
+most :data:`LISTED`, the page is those ids, newest first. Up to :data:`SORTED` matches
+are read whole through those indexes and sorted (:func:`sorted_whole`); only more than
+that are met by the walk down the ids.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from typing import Any
 
 from django.db import connections
 from django.db.models import Q, QuerySet
-from django.db.models.functions import Left
+from django.db.models.functions import Coalesce, Left
 from django.db.models.lookups import Exact
 from django.utils.text import smart_split, unescape_string_literal
 
@@ -46,6 +48,10 @@ from boson_django.states import JobState
 MAX_NAMES = 2_000
 #: A search finding at most this many rows lists them by id (:func:`narrowed`).
 LISTED = CAP
+#: A search finding at most this many rows sorts them all (:func:`sorted_whole`).
+SORTED = 100_000
+#: Set on a request whose search's matches are to be sorted whole.
+WHOLE = "_boson_search_sorts_whole"
 #: A character -> one that sorts after it in code point order and in every language's
 #: order (digits before letters, letters alphabetical in either case). ``z`` and ``Z``
 #: have none: what follows them in code point order is punctuation, which a language's
@@ -124,26 +130,32 @@ def starts_with(column: str, text: str) -> Q:
     return bound & Q(exact)
 
 
-def narrowed(queryset: QuerySet, terms: list[list[Q]]) -> QuerySet:
-    """``queryset`` filtered by a search: every term (a word's ways to match, any of which
-    will do) matched. Each way is read on its own, unordered, so through its own index
-    (one query over ``OR``-ed columns made SQLite scan the table), and the ids found are
-    the page's when they are few: at most :data:`LISTED` (fewer where SQLite binds fewer
-    parameters). A term matching more rows is applied as a filter on top; when every
-    term does, the search is one query (its matches are then 1% of a million jobs or
-    more, which a walk down the ids meets early unless nearly all are old)."""
+def narrowed(queryset: QuerySet, terms: list[list[Q]]) -> tuple[QuerySet, bool]:
+    """``queryset`` filtered by a search, and whether to sort its matches whole.
+
+    Every term (a word's ways to match, any of which will do) must match. Each way is
+    read on its own, unordered, so through its own index (one query over ``OR``-ed
+    columns made SQLite scan the table), and the ids found are the page's when they are
+    few: at most :data:`LISTED` (fewer where SQLite binds fewer parameters). A term
+    matching more rows is applied as a filter on top. When every term does, the search
+    is one query; if one term matches at most :data:`SORTED` rows, the matches are to be
+    read through the terms' indexes and sorted (:func:`sorted_whole`), else they are 10%
+    of a million jobs or more, which a walk down the ids meets early unless nearly all
+    are old."""
     most = min(LISTED, _db.most_listed(connections[queryset.db], besides=100))
     ids: set[Any] | None = None
     broad = Q()
+    broad_terms = []
     for arms in terms:
         term_ids = _ids(queryset, arms, most)
         if term_ids is None:
             broad &= _any(arms)
+            broad_terms.append(arms)
         else:
             ids = term_ids if ids is None else ids & term_ids
-    if ids is None:
-        return queryset.filter(broad)
-    return queryset.filter(broad, pk__in=ids)
+    if ids is not None:
+        return queryset.filter(broad, pk__in=ids), False
+    return queryset.filter(broad), any(_at_most(queryset, arms, SORTED) for arms in broad_terms)
 
 
 def _ids(queryset: QuerySet, arms: list[Q], most: int) -> set[Any] | None:
@@ -154,6 +166,30 @@ def _ids(queryset: QuerySet, arms: list[Q], most: int) -> set[Any] | None:
         if len(found) > most:
             return None
     return found
+
+
+def _at_most(queryset: QuerySet, arms: list[Q], most: int) -> bool:
+    """Whether ``arms`` match at most ``most`` rows, each arm counted on its own index
+    (their sum bounds what they match together)."""
+    total = 0
+    for arm in arms:
+        total += queryset.filter(arm).order_by().values("pk")[: most + 1].count()
+        if total > most:
+            return False
+    return True
+
+
+def sorted_whole(queryset: QuerySet) -> QuerySet:
+    """``queryset`` ordered as it is, but by an id the primary key's index cannot give in
+    order (``COALESCE(id, id)``): the database then reads the matches through the indexes
+    of its filters and sorts them, instead of walking the ids down until it has a page."""
+    order = []
+    for item in queryset.query.order_by:
+        if isinstance(item, str) and item.lstrip("-") in ("pk", queryset.model._meta.pk.name):
+            key = Coalesce("pk", "pk")
+            item = key.desc() if item.startswith("-") else key.asc()
+        order.append(item)
+    return queryset.order_by(*order)
 
 
 def _any(arms: list[Q]) -> Q:
@@ -194,7 +230,9 @@ def _queues(text: str) -> Q:
 
 
 def _running_held_by(text: str) -> Q:
-    return Q(state=JobState.RUNNING.value, lease_holder__icontains=text)
+    """Running jobs (each holds a lease, so ``lease_expires_at`` is set: the condition
+    lets SQLite read them through the lease index) whose holder holds ``text``."""
+    return Q(state=JobState.RUNNING.value, lease_expires_at__isnull=False, lease_holder__icontains=text)
 
 
 def job_fields(using: str) -> Fields:

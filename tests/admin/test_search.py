@@ -140,13 +140,15 @@ def test_distinct_values_reads_each_task_name_once_up_to_a_cap(store_clock):
     assert search.distinct_values("boson_job", "task", "default", cap=2) == sorted({NOOP, ADD, SEND_MAIL})[:2]
 
 
-@pytest.mark.parametrize("listed", [search.LISTED, 6, 3])
+@pytest.mark.parametrize("listed, sorted_", [(search.LISTED, search.SORTED), (6, search.SORTED), (3, search.SORTED), (3, 3)])
 @pytest.mark.parametrize("q", ["tasks.add", "tasks.add queue:m"])
-def test_a_search_lists_its_matches_newest_first_either_way(superuser_client, store_clock, monkeypatch, listed, q):
+def test_a_search_lists_its_matches_newest_first_either_way(superuser_client, store_clock, monkeypatch, listed, sorted_,
+                                                            q):
     """Terms matching at most LISTED rows are read as ids, the others applied as filters
-    (the queue's 10 jobs are more than 6, the task's 5 are not; at 3 neither): the same
-    page every way."""
+    (the queue's 10 jobs are more than 6, the task's 5 are not; at 3 neither), sorted
+    whole up to SORTED matches: the same page every way."""
     monkeypatch.setattr(search, "LISTED", listed)
+    monkeypatch.setattr(search, "SORTED", sorted_)
     old = [enqueue_one(ADD, id=f"0000-old-{i}", queue="m", args=[i, i]) for i in range(5)]
     new = [enqueue_one(NOOP, id=f"9999-new-{i}", queue="m") for i in range(5)]
     enqueue_one(ADD, id="5555-elsewhere", queue="other", args=[0, 0])
@@ -154,6 +156,21 @@ def test_a_search_lists_its_matches_newest_first_either_way(superuser_client, st
     expected = old[::-1] if "queue" in q else ["5555-elsewhere", *old[::-1]]
     assert listed_ids == expected
     assert not set(new) & set(listed_ids)
+
+
+@pytest.mark.parametrize("sorted_, whole", [(100, True), (3, False)])
+def test_a_search_of_many_matches_sorts_them_whole_up_to_a_bound(superuser_client, store_clock, monkeypatch, sorted_,
+                                                                 whole):
+    """More matches than LISTED, at most SORTED: ordered by an expression the id index
+    cannot walk, so the database reads them through the search's indexes and sorts."""
+    monkeypatch.setattr(search, "LISTED", 3)
+    monkeypatch.setattr(search, "SORTED", sorted_)
+    ids = [enqueue_one(ADD, queue="m", args=[i, i]) for i in range(5)]
+    with CaptureQueriesContext(connection) as queries:
+        listed = [row.pk for row in superuser_client.get(reverse(JOBS), {"q": "task:add"}).context["cl"].result_list]
+    assert listed == ids[::-1]
+    page = [q["sql"] for q in queries if q["sql"].startswith('SELECT "boson_job"."id", "boson_job"."task"')]
+    assert len(page) == 1 and ("COALESCE" in page[0].split("ORDER BY")[1]) is whole
 
 
 def test_a_search_reads_no_payload_or_error_column(superuser_client, shop):
