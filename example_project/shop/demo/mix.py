@@ -13,9 +13,8 @@ from typing import Any
 
 from boson_django import services
 
-from shop import limits, partner
+from shop import limits, mail, partner
 from shop.tasks import (
-    BOUNCING_DOMAIN,
     REPORT_STEPS,
     build_sales_report,
     import_supplier_feed,
@@ -75,8 +74,8 @@ def enqueue_mix() -> Plan:
         Group("poison feed", "killed 3 workers, quarantined; attempts untouched", _poison),
     ])
     for n in range(EMAILS):
-        plan.group("emails").job_ids.append(send_order_email.enqueue(1001 + n, f"customer{n}@example.com").id)
-    plan.group("email bounced").job_ids.append(send_order_email.enqueue(1099, f"customer99{BOUNCING_DOMAIN}").id)
+        plan.group("emails").job_ids.append(send_order_email.enqueue(1001 + n, mail.address(n)).id)
+    plan.group("email bounced").job_ids.append(send_order_email.enqueue(1099, mail.address(99, mistyped=True)).id)
     for image in range(1, THUMBNAILS + 1):
         plan.group("thumbnails").job_ids.append(make_thumbnail.enqueue(image, SIZES).id)
     for order in range(1, PARTNER_ORDERS + 1):
