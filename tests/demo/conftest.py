@@ -61,6 +61,16 @@ class Demo:
         return "\n".join(f"--- {p.name}\n{p.read_text()[-3000:]}" for p in sorted(self.logs.glob("*.log")))
 
 
+@pytest.fixture(scope="module")
+def example_on_path() -> Iterator[None]:
+    """The example project's packages (``shop``) importable in this process."""
+    sys.path.insert(0, str(EXAMPLE))
+    try:
+        yield
+    finally:
+        sys.path.remove(str(EXAMPLE))
+
+
 @pytest.fixture
 def demo(tmp_path) -> Iterator[Demo]:
     try:

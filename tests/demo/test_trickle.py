@@ -4,24 +4,17 @@ due tick once."""
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
 
 import pytest
 
-from tests.demo.conftest import EXAMPLE
-
 
 @pytest.fixture(scope="module")
-def trickle():
-    sys.path.insert(0, str(EXAMPLE))
-    try:
-        from shop import mail, partner
-        from shop.demo import trickle
+def trickle(example_on_path):
+    from shop import mail, partner
+    from shop.demo import trickle
 
-        yield trickle, mail, partner
-    finally:
-        sys.path.remove(str(EXAMPLE))
+    return trickle, mail, partner
 
 
 def _minute(trickle, first: int = 0) -> list:

@@ -84,10 +84,11 @@ def look(queues: list[str]) -> Look:
     )
 
 
-def running_lines(seen: Look) -> list[str]:
-    """One line per running job: its task, queue, worker, and its progress if it reports one."""
+def running_lines(seen: Look, most: int = RUNNING_SHOWN) -> list[str]:
+    """One line per running job (``most`` at most): its task, queue, worker, and its
+    progress if it reports one."""
     lines = []
-    for job in list(seen.running.values())[:RUNNING_SHOWN]:
+    for job in list(seen.running.values())[:most]:
         progress = seen.progress.get(job.id)
         line = f"{_task_name(job.task):<22}{job.queue:<12}{job.lease_holder or '':<14}"
         if progress is not None and progress.total:
@@ -96,10 +97,16 @@ def running_lines(seen: Look) -> list[str]:
     return lines or ["(none this instant)"]
 
 
-def live_frame(header: list[str], seen: Look, events: list[str], footer: str) -> str:
-    lines = [*header, "", *grid_lines(seen.grid), "", "running now:", *(f"  {line}" for line in running_lines(seen))]
-    if events:
-        lines += ["", "events:", *(f"  {e}" for e in events[-8:])]
+def live_frame(header: list[str], seen: Look, events: list[str], footer: str, rows: int = 50) -> str:
+    """The live demo's screen, cut to ``rows`` lines: the header (the admin's address and
+    login) and the counts always fit; the running jobs and the latest events share the rest."""
+    top = [*header, "", *grid_lines(seen.grid), "", "running now:"]
+    spare = max(2, rows - len(top) - 5)  # 5: a blank, "events:", a blank, the footer, the cursor
+    running = running_lines(seen, most=max(1, min(RUNNING_SHOWN, spare // 2)))
+    shown = events[-(spare - len(running)):] if spare > len(running) else []
+    lines = [*top, *(f"  {line}" for line in running)]
+    if shown:
+        lines += ["", "events:", *(f"  {e}" for e in shown)]
     return "\n".join([*lines, "", footer])
 
 

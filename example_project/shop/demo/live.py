@@ -8,6 +8,7 @@ and a line of counts every few seconds.
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Callable
 from typing import Any
@@ -28,7 +29,7 @@ def header(store: str, url: str, password: str) -> list[str]:
     return [
         f"boson_django demo -- store: {store}",
         f"admin: {url}   login: admin / {password}",
-        "Enqueues a few of the shop's jobs a second until Ctrl-C, which stops the workers and the server.",
+        "A few of the shop's jobs a second, until Ctrl-C (which stops the workers and the server).",
         f'Queue "{PAUSED_AT_START}" starts paused: resume it in the admin (Queues) to run the sales reports.',
     ]
 
@@ -86,7 +87,8 @@ def run(write: Callable[[str], Any], supervisor: Supervisor, report_id: str, hea
         supervisor.events.extend(watch.events(seen))
         footer = f"{trickle.enqueued} jobs trickled in {elapsed:.0f} s (about {trickle.enqueued / max(elapsed, 1):.1f} a second)"
         if tty:
-            write(display.CLEAR + display.live_frame(head, seen, supervisor.events, footer))
+            rows = shutil.get_terminal_size().lines
+            write(display.CLEAR + display.live_frame(head, seen, supervisor.events, footer, rows))
         else:
             for event in supervisor.events[shown:]:
                 write(f"  {event}")
