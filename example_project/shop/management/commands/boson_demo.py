@@ -35,7 +35,7 @@ DRAIN_TIMEOUT_S = 180.0
 
 
 class Command(BaseCommand):
-    help = "Run the boson_django demo: workers, the admin and a live view of the queues."
+    help = "Run the boson_django demo: workers, the admin, a trickle of jobs and a live view of the queues."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--drain", action="store_true",
