@@ -250,6 +250,8 @@ def _bad_value(key: str, value: Any) -> str | None:
             return f"must be <= {top} ({why}), got {value!r}."
     if key == "DATABASE" and value not in connections.settings:
         return f"names no database in DATABASES: {value!r}."
+    if key == "POOLER" and value not in conf.POOLERS:
+        return f"must be None, 'session' or 'transaction', got {value!r}."
     if key == "NOTIFY_CHANNEL" and not (value.isidentifier() and value.isascii() and len(value) <= 63):
         return f"must be a plain identifier of at most 63 ASCII characters, got {value!r}."
     if key == "TASK_MODULES":
@@ -313,7 +315,40 @@ def _cross_checks() -> list[checks.CheckMessage]:
         problems.append(
             checks.Error("BOSON['RETRY_BASE_MS'] is larger than BOSON['RETRY_CAP_MS'].", id="boson.E003")
         )
-    return problems
+    return [*problems, *_transaction_pooler_problems(user)]
+
+
+def _transaction_pooler_problems(user: dict[str, Any]) -> list[checks.CheckMessage]:
+    """Behind a pooler in transaction mode nothing may live in the session: prepared
+    statements set True are refused (they would be looked for on a server connection
+    that never prepared them, and the worker's session settings would leak)."""
+    if user.get("POOLER") != conf.TRANSACTION_POOLER or user.get("PREPARED_STATEMENTS") is not True:
+        return []
+    return [checks.Error(
+        "BOSON['PREPARED_STATEMENTS'] = True cannot work with BOSON['POOLER'] = 'transaction': a statement "
+        "prepared in one transaction's server session is missing from the next one's, and the worker's session "
+        "settings would leak to other clients.",
+        hint="Remove BOSON['PREPARED_STATEMENTS'] (it is off behind a transaction pooler), or connect directly.",
+        id="boson.E011",
+    )]
+
+
+@checks.register("boson")
+def check_server_side_cursors(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """Behind a transaction pooler, a store database whose server-side cursors Django
+    keeps on is reported (Django's own advice for such poolers): a ``QuerySet.iterator()``
+    would open its cursor in one server session and read it in another."""
+    user = conf.user_settings() if isinstance(getattr(django_settings, "BOSON", None), dict) else {}
+    database = _store_alias()
+    if user.get("POOLER") != conf.TRANSACTION_POOLER or database is None:
+        return []
+    if connections.settings[database].get("DISABLE_SERVER_SIDE_CURSORS"):
+        return []
+    return [checks.Warning(
+        f"BOSON['POOLER'] is 'transaction' but DATABASES[{database!r}] keeps server-side cursors on: "
+        "a QuerySet.iterator() would open a cursor in one server session and read it in another.",
+        hint=f"Set DATABASES[{database!r}]['DISABLE_SERVER_SIDE_CURSORS'] = True.", id="boson.W004",
+    )]
 
 
 #: What ``OPTIONS`` of a ``BosonBackend`` entry of ``TASKS`` may hold.

@@ -34,6 +34,7 @@ DEFAULTS: dict[str, Any] = {
     "NOTIFY": True,
     "NOTIFY_CHANNEL": "boson",
     "PREPARED_STATEMENTS": True,
+    "POOLER": None,
     "RECONNECT_MAX_MS": 30_000,
     "LOG_CAPTURE_LEVEL": 20,
     "GC_THRESHOLD": 10_000,
@@ -75,7 +76,10 @@ DOCS: dict[str, str] = {
     "SWEEP_BATCH": ("Most jobs one sweep call touches. On SQLite also at most what its statements can list: "
                     "495 jobs where SQLite binds 999 parameters a statement (before 3.32), 16,379 at its default since."),
     "SHUTDOWN_GRACE_MS": "On SIGTERM, how long running jobs may finish before they are released.",
-    "NOTIFY": "PostgreSQL: wake idle workers with LISTEN/NOTIFY (False = poll only, e.g. PgBouncer).",
+    "NOTIFY": (
+        "PostgreSQL: wake idle workers with LISTEN/NOTIFY (False = poll only, e.g. PgBouncer). Behind POOLER = "
+        "'transaction' workers poll whatever this says (LISTEN needs a session), and enqueues still send NOTIFY."
+    ),
     "NOTIFY_CHANNEL": "PostgreSQL channel used for wake-ups.",
     "PREPARED_STATEMENTS": (
         "PostgreSQL with psycopg 3: prepare the hot statements (claim, ack, one-job enqueue) once per connection instead of "
@@ -84,6 +88,13 @@ DOCS: dict[str, str] = {
         "(one round trip per claim instead of three). False behind a pooler in transaction mode (e.g. PgBouncer): it "
         "hands a session to other clients between transactions, so session settings would leak to them and prepared "
         "statements may be lost."
+    ),
+    "POOLER": (
+        "What this process's connections to the store go through: None (PostgreSQL itself, or a pooler in session "
+        "mode; 'session' says the same), or 'transaction' (a pooler that hands the session to other clients between "
+        "transactions, e.g. PgBouncer's pool_mode = transaction). With 'transaction' a worker never LISTENs (it polls) "
+        "and PREPARED_STATEMENTS is off (True is refused, boson.E011): no client can tell it is behind one "
+        "(see docs/workers.md)."
     ),
     "RECONNECT_MAX_MS": "Longest wait between reconnect attempts after a database error.",
     "LOG_CAPTURE_LEVEL": "Lowest logging level captured into a job's attempt record.",
@@ -101,6 +112,11 @@ DOCS: dict[str, str] = {
         "(docs/tasks.md#policy-by-module-prefix)."
     ),
 }
+
+#: ``POOLER``'s values; ``TRANSACTION_POOLER`` hands the session to other clients between
+#: transactions, so nothing may be kept in it (LISTEN, prepared statements, SET).
+POOLERS = (None, "session", "transaction")
+TRANSACTION_POOLER = "transaction"
 
 #: A sweep's duty lease lasts this many sweep intervals (and at least a second), so a
 #: holder that is late for one renewal keeps its duty.
@@ -135,6 +151,7 @@ RULES: dict[str, tuple[type | tuple[type, ...], int | None]] = {
     "NOTIFY": (bool, None),
     "NOTIFY_CHANNEL": (str, None),
     "PREPARED_STATEMENTS": (bool, None),
+    "POOLER": ((str, type(None)), None),
     "RECONNECT_MAX_MS": (int, 1),
     "LOG_CAPTURE_LEVEL": (int, 0),
     "GC_THRESHOLD": (int, 0),
@@ -167,6 +184,7 @@ class Settings:
     NOTIFY: bool
     NOTIFY_CHANNEL: str
     PREPARED_STATEMENTS: bool
+    POOLER: str | None
     RECONNECT_MAX_MS: int
     LOG_CAPTURE_LEVEL: int
     GC_THRESHOLD: int
@@ -192,6 +210,8 @@ def get() -> Settings:
     if cached is not None and cached[0] is raw:
         return cached[1]
     merged = {**DEFAULTS, **{k: v for k, v in user_settings().items() if k in DEFAULTS}}
+    if merged["POOLER"] == TRANSACTION_POOLER:
+        merged["PREPARED_STATEMENTS"] = False  # even if set: boson.E011 refuses that at start-up
     fresh = Settings(**merged)
     _cached = (raw, fresh)
     return fresh

@@ -75,6 +75,24 @@ def storable_text(value: str) -> str:
     return value.replace("\x00", "\\x00").encode("utf-8", "backslashreplace").decode("utf-8")
 
 
+#: Longest progress message (characters): a status line, rewritten at every step of a job
+#: and read with its page. A longer one is refused, as a checkpoint or output over
+#: ``MAX_RESULT_BYTES`` is, not clipped: the handler's own text, wrong at its source.
+MAX_PROGRESS_MESSAGE = 1_000
+
+
+def progress_message(value: Any) -> str:
+    """``value`` if it is text the store can hold, of at most :data:`MAX_PROGRESS_MESSAGE`
+    characters; anything else is refused naming ``message``."""
+    if not isinstance(value, str):
+        raise InvalidEnvelope("message", f"must be a string, got {type(value).__name__}")
+    if len(value) > MAX_PROGRESS_MESSAGE:
+        raise InvalidEnvelope("message", f"is {len(value):,} characters, over the {MAX_PROGRESS_MESSAGE:,} a progress "
+                                         "message may hold (put more in context.output())")
+    _storable(value, "message", None)
+    return value
+
+
 #: Longest error stored with an attempt (its message line and traceback): an exception's
 #: message can be any size (a whole response body, say), stored again with every retry.
 MAX_ERROR_CHARS = 64_000

@@ -242,8 +242,20 @@ def test_fenced_writes_refuse_bad_data(unit):
     refused(lambda: services.write_progress(unit.lease, -1), "current")
     refused(lambda: services.write_progress(unit.lease, 1, math.inf), "total")
     refused(lambda: services.write_progress(unit.lease, 1, 2, message=3), "message")
+    refused(lambda: services.write_progress(unit.lease, 1, 2, message="nul\x00"), "message")
     refused(lambda: services.renew([unit.lease], 0), "lease_ms")
     refused(lambda: services.renew([unit.lease], 10**17), "lease_ms")
+
+
+def test_a_progress_message_over_the_limit_is_refused_and_nothing_is_written(unit):
+    from boson_django.validation import MAX_PROGRESS_MESSAGE
+
+    services.write_progress(unit.lease, 1, 10, "x" * MAX_PROGRESS_MESSAGE)
+    error = refused(lambda: services.write_progress(unit.lease, 2, 10, "y" * 5_000_000), "message")
+    assert f"5,000,000 characters, over the {MAX_PROGRESS_MESSAGE:,}" in str(error)
+    refused(lambda: services.write_progress(unit.lease, 2, 10, "y" * (MAX_PROGRESS_MESSAGE + 1)), "message")
+    stored = services.get_progress(unit.lease.job_id)
+    assert (stored.current, stored.message) == (1, "x" * MAX_PROGRESS_MESSAGE)
 
 
 # -- the other entry points ------------------------------------------------------------

@@ -11,7 +11,7 @@ from django.contrib.admin.utils import model_ngettext
 from django.db import connections, transaction
 from django.http import HttpRequest, HttpResponse
 
-from boson_django.admin import audit, display
+from boson_django.admin import audit, display, lookups
 from boson_django.admin.paginator import CappedPaginator
 
 APP = "boson_django"
@@ -45,6 +45,9 @@ class ReadOnlyAdmin(admin.ModelAdmin):
     """
 
     view_as: str | None = None
+    #: Lookups the admin's own pages link to, besides its list filters' parameters (see
+    #: :mod:`boson_django.admin.lookups`): no other reaches the list's query.
+    linked_lookups: tuple[str, ...] = ()
     paginator = CappedPaginator
     show_full_result_count = False
     list_per_page = 50
@@ -53,6 +56,10 @@ class ReadOnlyAdmin(admin.ModelAdmin):
     def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> HttpResponse:
         """Where bulk actions run (see :func:`own_transactions`)."""
         return super().changelist_view(request, extra_context)
+
+    def lookup_allowed(self, lookup: str, value: Any, request: HttpRequest | None = None) -> bool:
+        """Only the declared filters' parameters: Django refuses any other with a 400."""
+        return lookups.allowed(self, lookup, value, request)
 
     def get_list_display(self, request: HttpRequest) -> Any:
         """Time columns as the job page shows times: to the second, zone named (Django's

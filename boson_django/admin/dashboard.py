@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib import admin
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
 
@@ -17,7 +18,7 @@ from boson_django import clock
 from boson_django.admin import charts, display, stats
 from boson_django.admin.base import ReadOnlyAdmin, own_transactions
 from boson_django.admin.paginator import CAP, capped_count, count_label
-from boson_django.models import Dashboard, Job, QuarantinedFingerprint
+from boson_django.models import Bucket, Dashboard, Duty, Job, QuarantinedFingerprint, Queue, Run
 
 COLOURS = {"completed": "#3b9a5b", "retried": "#c58b00", "failed": "#d0443e", "p50": "#2f7ebc", "p95": "#b8336a"}
 
@@ -27,11 +28,12 @@ class DashboardAdmin(ReadOnlyAdmin):
 
     @own_transactions
     def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> TemplateResponse:
+        """The panels this user may open the pages of (:func:`panels`); the others are
+        neither shown nor read."""
         if not self.has_view_permission(request):
-            from django.core.exceptions import PermissionDenied
-
             raise PermissionDenied
         now = clock.now()
+        can = panels(self.admin_site, request)
         context = {
             **self.admin_site.each_context(request),
             "title": "Boson dashboard",
@@ -39,15 +41,35 @@ class DashboardAdmin(ReadOnlyAdmin):
             "opts": self.opts,
             "store_now": now,
             "cap_label": f"{CAP:,}",
+            "can": can,
             **matrix_context(now),
-            **charts_context(now),
+            **(charts_context(now) if can["runs"] else {}),
             **leases_context(now),
-            "fingerprints": count_label(*capped_count(QuarantinedFingerprint.objects.all())),
-            "duties": [{"duty": d, "expires": display.relative(d.expires_at, now, "in {}", "free (expired {} ago)")} for d in stats.duties()],
-            "buckets": stats.buckets(now),
+            "fingerprints": count_label(*capped_count(QuarantinedFingerprint.objects.all())) if can["fingerprints"] else None,
+            "duties": [{"duty": d, "expires": display.relative(d.expires_at, now, "in {}", "free (expired {} ago)")}
+                       for d in stats.duties()] if can["duties"] else [],
+            "buckets": stats.buckets(now) if can["buckets"] else [],
         }
         request.current_app = self.admin_site.name
         return TemplateResponse(request, "admin/boson_django/dashboard.html", context)
+
+
+#: Dashboard panels beyond the jobs' (which ``view_job`` opens, as it opens the page),
+#: and the model whose view permission shows each.
+PANELS = {"runs": Run, "queues": Queue, "duties": Duty, "buckets": Bucket, "fingerprints": QuarantinedFingerprint}
+
+
+def panels(site: admin.AdminSite, request: HttpRequest) -> dict[str, bool]:
+    """Which :data:`PANELS` this user may see: those whose model's admin page the user may
+    view (the throughput charts and counts are the runs'; a queue's name links to its
+    page). A model the project unregistered from the admin shows no panel."""
+    def may_view(model: Any) -> bool:
+        try:
+            return bool(site.get_model_admin(model).has_view_permission(request))
+        except admin.sites.NotRegistered:
+            return False
+
+    return {name: may_view(model) for name, model in PANELS.items()}
 
 
 def leases_context(now: datetime) -> dict[str, Any]:

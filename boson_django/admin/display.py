@@ -16,6 +16,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from boson_django.durations import duration
+from boson_django.services.jobrows import UNREADABLE, decoded
 
 STATE_COLOURS = {
     "scheduled": "#6b7fa3", "available": "#2f7ebc", "running": "#8a5cc7", "retryable": "#c58b00",
@@ -36,6 +37,21 @@ def badge(text: str, colour: str | None = None) -> str:
 def pretty_json(value: Any) -> str:
     text = json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=str)
     return format_html('<pre class="boson-pre">{}</pre>', text)
+
+
+def stored_json(text: str | None) -> str:
+    """JSON stored as ``text``, pretty-printed; ``—`` for none. JSON nested too deep for
+    Python to decode (or to print again) is shown as the text it is stored as."""
+    if text is None:
+        return "—"
+    value = decoded(text, UNREADABLE)
+    if value is not UNREADABLE:
+        try:
+            return pretty_json(value)
+        except RecursionError:
+            pass
+    return format_html('<p class="boson-warn">Nested too deep to decode: the stored JSON as it is.</p>'
+                       '<pre class="boson-pre">{}</pre>', text)
 
 
 def pre(text: str) -> str:

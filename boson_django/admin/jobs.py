@@ -7,17 +7,17 @@ from typing import Any
 from django.contrib import admin
 from django.contrib.admin.utils import unquote
 from django.contrib.admin.views.main import ChangeList
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models.functions import Substr
 from django.http import Http404, HttpRequest, HttpResponseRedirect
 from django.urls import path, reverse
 from django.views.decorators.http import require_POST
 
-from boson_django import clock, services
-from boson_django.admin import actions, display
+from boson_django import clock
+from boson_django.admin import actions, display, stored
 from boson_django.admin.base import ReadOnlyAdmin, has_perm, own_transactions
 from boson_django.admin.filters import QueueFilter, TaskFilter
-from boson_django.models import Job, Run
+from boson_django.models import Job, JobData, Run
 from boson_django.states import allows
 
 #: The columns a list loads: no payload, checkpoint, result or full error text.
@@ -87,26 +87,32 @@ class JobAdmin(ReadOnlyAdmin):
 
     # -- detail fields ----------------------------------------------------------------
     def get_object(self, request: HttpRequest, object_id: str, from_field: Any = None) -> Job | None:
-        obj = super().get_object(request, object_id, from_field)
-        if obj is not None:
-            obj.store_now_value = clock.now()  # type: ignore[attr-defined]
+        """The job with its JSON columns as stored text (:mod:`boson_django.admin.stored`):
+        one nested too deep to decode made the page a 500."""
+        queryset = stored.job_rows(self.get_queryset(request))
+        field = Job._meta.pk if from_field is None else Job._meta.get_field(from_field)
+        try:
+            obj = queryset.get(**{field.name: field.to_python(object_id)})  # type: ignore[union-attr]
+        except (Job.DoesNotExist, ValidationError, ValueError):
+            return None
+        obj.store_now_value = clock.now()  # type: ignore[attr-defined]
         return obj
 
     @admin.display(description="args")
     def args_json(self, obj: Job) -> str:
-        return display.pretty_json(obj.args)
+        return display.stored_json(obj.args_text)  # type: ignore[attr-defined]
 
     @admin.display(description="kwargs")
     def kwargs_json(self, obj: Job) -> str:
-        return display.pretty_json(obj.kwargs)
+        return display.stored_json(obj.kwargs_text)  # type: ignore[attr-defined]
 
     @admin.display(description="meta")
     def meta_json(self, obj: Job) -> str:
-        return display.pretty_json(obj.meta)
+        return display.stored_json(obj.meta_text)  # type: ignore[attr-defined]
 
     @admin.display(description="checkpoint")
     def checkpoint_json(self, obj: Job) -> str:
-        return "—" if obj.checkpoint is None else display.pretty_json(obj.checkpoint)
+        return display.stored_json(obj.checkpoint_text)  # type: ignore[attr-defined]
 
     @admin.display(description="last error")
     def last_error_pre(self, obj: Job) -> str:
@@ -151,16 +157,24 @@ class JobAdmin(ReadOnlyAdmin):
 
     @admin.display(description="progress")
     def progress(self, obj: Job) -> str:
-        found = services.get_progress(obj.id)
+        found = stored.written(obj.id, JobData.Kind.PROGRESS)
         if found is None:
             return "—"
-        total = f"/{display.number(found.total)}" if found.total is not None else ""
-        return f"{display.number(found.current)}{total} {found.message} (attempt {found.attempt}, fence {found.fence}, at {display.when(found.at)})"
+        if found.unreadable or not isinstance(found.data, dict):
+            return display.stored_json(found.text)
+        data = found.data
+        total = f"/{display.number(data['total'])}" if data.get("total") is not None else ""
+        return (f"{display.number(data.get('current', 0))}{total} {data.get('message', '')} "
+                f"(attempt {found.attempt}, fence {found.fence}, at {display.when(found.at)})")
 
     # -- the detail page --------------------------------------------------------------
-    def change_view(self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None) -> Any:
-        extra = {**(extra_context or {}), **self.detail_context(request, object_id)}
-        return super().change_view(request, object_id, form_url, extra)
+    def render_change_form(self, request: HttpRequest, context: dict[str, Any], add: bool = False,
+                           change: bool = False, form_url: str = "", obj: Any = None) -> Any:
+        """The page of a job found and this user may view (Django has checked both by
+        now): only then are its runs, output and result read."""
+        if obj is not None:
+            context.update(self.detail_context(request, context["object_id"]))
+        return super().render_change_form(request, context, add, change, form_url, obj)
 
     def detail_context(self, request: HttpRequest, url_id: str) -> dict[str, Any]:
         """Runs, loaded data and buttons of the job whose page this is. ``url_id`` is the
@@ -173,8 +187,8 @@ class JobAdmin(ReadOnlyAdmin):
             "runs": runs[:MAX_RUNS_SHOWN],
             "runs_truncated": len(runs) > MAX_RUNS_SHOWN,
             "loaded": load if load in ("output", "result") else None,
-            "output": services.get_output(object_id) if load == "output" else None,
-            "result": services.get_result(object_id) if load == "result" else None,
+            "output": stored.written(object_id, JobData.Kind.OUTPUT) if load == "output" else None,
+            "result": stored.written(object_id, JobData.Kind.RESULT) if load == "result" else None,
             "job_buttons": self.buttons(request, object_id, url_id),
         }
 

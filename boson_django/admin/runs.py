@@ -16,6 +16,8 @@ class RunAdmin(ReadOnlyAdmin):
     list_display = ("id", "job_link", "task", "queue", "attempt", "fence", "worker_id", "started_at", "finished_at", "duration", "outcome", "recorded",
                     "error_head_display")
     list_filter = (OutcomeFilter, QueueFilter, "recorded")
+    #: A task's page links to its runs of the last 24 hours (``boson_run_task_started``).
+    linked_lookups = ("task", "started_at__gte")
     search_fields = ("=job__id",)
     search_help_text = "Exact job id."
     ordering = ("-id",)

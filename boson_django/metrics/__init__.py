@@ -10,9 +10,11 @@ Two kinds, one registry (:data:`REGISTRY`):
   latency, lease losses, reclaims, quarantines. Scrape every worker
   (``boson_worker --metrics-port``) to see them all.
 
-Expose it with ``path("metrics/", include("boson_django.metrics.urls"))`` or
-``boson_worker --metrics-port 9108``. Labels are queue, state, outcome, rate class,
-duty and schedule names -- never job ids -- so the series count does not grow with jobs.
+Expose it with ``path("metrics/", include("boson_django.metrics.urls"))`` (behind the
+project's own access check: see docs/metrics.md) or ``boson_worker --metrics-port 9108``
+(loopback only, unless ``--metrics-addr`` says otherwise). Labels are queue, state,
+outcome, rate class, duty and schedule names -- never job ids -- so the series count
+does not grow with jobs.
 """
 
 from __future__ import annotations
@@ -46,12 +48,14 @@ def exposition() -> tuple[bytes, str]:
     return generate_latest(REGISTRY), CONTENT_TYPE_LATEST
 
 
-def serve(port: int, addr: str = "0.0.0.0") -> Any:
+def serve(port: int, addr: str = "127.0.0.1") -> Any:
     """Serve :data:`REGISTRY` on ``http://addr:port/metrics`` from a daemon thread.
 
-    Returns prometheus-client's ``(server, thread)``. The endpoint has no authentication:
-    bind it to an address only your scraper reaches (``127.0.0.1`` behind an agent)."""
-    from prometheus_client import start_http_server
+    Returns prometheus-client's ``(server, thread)``. Scrapes read the store one at a
+    time (:mod:`boson_django.metrics.server`): parallel scrapes cost one database session.
+    The endpoint has no authentication and names workers (``host:pid``): the default
+    address, loopback, keeps it to this machine (a local agent scrapes it)."""
+    from boson_django.metrics import server
 
     install()
-    return start_http_server(port, addr=addr, registry=REGISTRY)
+    return server.start(port, addr, REGISTRY)

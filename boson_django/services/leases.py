@@ -149,11 +149,12 @@ def write_output(lease: Any, data: Any, *, using: str | None = None) -> JobOutpu
 def write_progress(
     lease: Any, current: float, total: float | None = None, message: str = "", *, using: str | None = None
 ) -> JobProgress:
-    """Store progress (``current`` of ``total``) under the lease."""
+    """Store progress (``current`` of ``total``) under the lease. ``message`` is text of
+    at most ``validation.MAX_PROGRESS_MESSAGE`` characters: a longer one raises
+    ``InvalidEnvelope`` naming it, and nothing is written."""
     current = validation.amount(current, "current")
     total = None if total is None else validation.amount(total, "total")
-    if not isinstance(message, str):
-        raise validation.InvalidEnvelope("message", f"must be a string, got {type(message).__name__}")
+    message = validation.progress_message(message)
     assert using is not None
     now = clock.now(using)
     job = hold(lease, now, using)

@@ -175,8 +175,16 @@ class Worker:
         return executor
 
     def _use_notify(self) -> bool:
-        wanted = conf.get().NOTIFY if self.options.notify is None else self.options.notify
-        return wanted and wakeups.enabled(self.using) and not self.options.burst
+        settings = conf.get()
+        wanted = settings.NOTIFY if self.options.notify is None else self.options.notify
+        if not (wanted and wakeups.enabled(self.using) and not self.options.burst):
+            return False
+        if settings.POOLER == conf.TRANSACTION_POOLER:
+            log.warning("boson: worker %s polls every %d ms instead of listening: LISTEN needs a session of its own, "
+                        "and BOSON['POOLER'] is 'transaction' (set BOSON['NOTIFY'] = False to say so, or connect the "
+                        "worker to PostgreSQL directly to be woken at once)", self.worker_id, round(self.poll_s * 1000))
+            return False
+        return True
 
     def _finish(self, executor: Executor) -> None:
         for step in (self._forget_waker, self._stop_acker, self.sweeper.release, executor.shutdown, logcapture.uninstall,

@@ -119,6 +119,33 @@ def test_serve_listens_on_the_address_given():
         server.server_close()
 
 
+def test_serve_listens_on_loopback_unless_told_otherwise():
+    from boson_django.metrics import serve
+
+    server, _ = serve(0)
+    try:
+        assert server.server_address[0] == "127.0.0.1"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_scrape_of_named_families_is_served_too(transactional_db):
+    """``?name[]=`` (prometheus-client's filter) goes through the one-read-at-a-time lock too."""
+    from boson_django.metrics import serve
+
+    server, _ = serve(0)
+    try:
+        services.enqueue([envelope(NOOP, queue="named")])
+        port = server.server_address[1]
+        url = f"http://127.0.0.1:{port}/metrics?name[]=boson_enqueued_total"
+        body = urllib.request.urlopen(url, timeout=10).read().decode()
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert 'boson_enqueued_total{queue="named"}' in body and "boson_jobs" not in body
+
+
 def test_a_metrics_port_in_use_or_a_bad_address_is_a_clear_error(db):
     from django.core.management.base import CommandError
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 from typing import Any
 
@@ -32,8 +33,9 @@ class Command(BaseCommand):
         parser.add_argument("--metrics-port", type=arguments.port,
                             help="Serve Prometheus metrics on this port (needs the 'metrics' extra).")
         parser.add_argument("--metrics-addr",
-                            help="Address the metrics port listens on (default 0.0.0.0, every interface; "
-                                 "127.0.0.1 keeps it to this machine).")
+                            help="Address the metrics port listens on (default 127.0.0.1, this machine only). "
+                                 "Another address exposes it unauthenticated, worker host:pid names included: "
+                                 "firewall it to your scraper.")
         parser.add_argument("--reload", action="store_true",
                             help="Development: restart when a Python file changes, as runserver does "
                                  "(running jobs finish or are released first).")
@@ -110,12 +112,24 @@ def _serve_metrics(port: int | None, addr: str | None) -> None:
         return
     try:
         from boson_django.metrics import serve
+        from boson_django.metrics.server import DEFAULT_ADDR
     except ImproperlyConfigured as exc:  # the metrics extra is not installed
         raise CommandError(f"--metrics-port: {exc}") from exc
+    addr = addr or DEFAULT_ADDR
     try:
-        serve(port, addr or "0.0.0.0")
+        server, _ = serve(port, addr)
     except OSError as exc:
-        raise CommandError(f"--metrics-port {port} --metrics-addr {addr or '0.0.0.0'}: cannot listen there: {exc}") from exc
+        raise CommandError(f"--metrics-port {port} --metrics-addr {addr}: cannot listen there: {exc}") from exc
+    host, bound = server.server_address[:2]
+    log = logging.getLogger("boson_django.metrics")
+    log.info("boson: metrics on http://%s:%s/metrics", _url_host(host), bound)
+    if not ipaddress.ip_address(host).is_loopback:
+        log.warning("boson: the metrics port %s:%s is reachable from other machines, with no authentication; "
+                    "its page names the workers (host:pid): keep it behind a firewall", host, bound)
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
 
 
 def _log_to_stderr(verbosity: int) -> None:
