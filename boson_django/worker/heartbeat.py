@@ -69,7 +69,10 @@ class Heartbeat:
             groups[attempt.lease_ms].append(attempt)
         lost: list[Attempt] = []
         for lease_ms, group in groups.items():
+            sent = time.monotonic()
             gone = Counter(services.renew([a.lease for a in group], lease_ms, using=self.using))
+            for attempt in group:
+                attempt.lease_mono = sent  # the lost ones are settled: their time no longer counts
             lost += [a for job_id, times in gone.items() for a in _oldest(group, job_id, times)]
         for attempt in lost:
             log.warning("boson: lease of job %s was lost (expired, reclaimed or cancelled); asking its handler to stop",

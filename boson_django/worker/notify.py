@@ -20,6 +20,7 @@ from django.db import connections
 
 from boson_django import conf
 from boson_django.services.wakeups import ANY_QUEUE, lease_channel
+from boson_django.worker.reconnect import Reconnect
 from boson_django.worker.shutdown import SignalSafeEvent
 
 log = logging.getLogger("boson_django.worker")
@@ -85,18 +86,16 @@ class Listener:
         return not self.queues or payload == ANY_QUEUE or payload in self.queues
 
     def _run(self) -> None:
-        delay = 0.1
+        reconnect = Reconnect(conf.get().RECONNECT_MAX_MS, what="LISTEN connection",
+                              failure="LISTEN connection failed (polling meanwhile)")
         while not self._stop.is_set():
             try:
-                self._listen()
-                delay = 0.1
-            except Exception:  # noqa: BLE001 -- polling covers us while we reconnect
+                self._listen(reconnect)
+            except Exception as exc:  # noqa: BLE001 -- polling covers us while we reconnect
                 self.connected.clear()
-                log.warning("boson: LISTEN connection failed; polling until it is back", exc_info=True)
-                self._stop.wait(delay)
-                delay = min(delay * 2, conf.get().RECONNECT_MAX_MS / 1000)
+                self._stop.wait(reconnect.failed(exc))
 
-    def _listen(self) -> None:
+    def _listen(self, reconnect: Reconnect) -> None:
         import psycopg
         from psycopg import sql
 
@@ -106,6 +105,7 @@ class Listener:
                 conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.lease_channel)))
                 self.on_revoked()  # a lease revoked while we were not listening
             self.connected.set()
+            reconnect.back()
             self.waker.set()  # anything enqueued while we were not listening
             while not self._stop.is_set():
                 for note in conn.notifies(timeout=0.5):

@@ -6,8 +6,10 @@ their own short ones through their context). Admission asks only for as many job
 there are free slots, so a worker never holds a lease it cannot start. The loop sleeps
 on a :class:`~boson_django.worker.notify.Waker` that a finished job, a NOTIFY, a signal
 or the poll interval sets -- it never spins. A database error closes the connection and
-backs off (capped by ``RECONNECT_MAX_MS``); leases keep being renewed once it is back,
-and a lease that lapsed meanwhile is reclaimed by a sweep, so no job is ever lost.
+backs off (:mod:`.reconnect`: capped by ``RECONNECT_MAX_MS`` and by the time left on the
+leases held); the first tick that reaches the store again renews every lease before
+anything else, and a lease that lapsed meanwhile is reclaimed by a sweep, so no job is
+ever lost.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from boson_django.worker.executor import Executor, Known, finish_of
 from boson_django.worker.heartbeat import Heartbeat
 from boson_django.worker.notify import Listener, Waker
 from boson_django.worker.outcomes import Finish, TaskTimeout
+from boson_django.worker.reconnect import Reconnect
 from boson_django.worker.shutdown import Shutdown
 from boson_django.worker.sweeper import Sweeper
 
@@ -79,21 +82,6 @@ class WorkerOptions:
     handle_signals: bool = True
 
 
-class Backoff:
-    """Capped exponential wait between reconnect attempts."""
-
-    def __init__(self, cap_ms: int):
-        self.cap_s = cap_ms / 1000
-        self.next_s = 0.1
-
-    def take(self) -> float:
-        wait, self.next_s = self.next_s, min(self.next_s * 2, self.cap_s)
-        return min(wait, self.cap_s)
-
-    def reset(self) -> None:
-        self.next_s = 0.1
-
-
 class Worker:
     def __init__(self, options: WorkerOptions | None = None):
         o = options or WorkerOptions()
@@ -108,7 +96,7 @@ class Worker:
         self.shutdown = Shutdown(s.SHUTDOWN_GRACE_MS if o.grace_ms is None else o.grace_ms, self.waker.set)
         self.heartbeat = Heartbeat(s.HEARTBEAT_MS, self.using)
         self.sweeper = Sweeper(self.worker_id, self.using, s.SWEEP_INTERVAL_MS, s.SWEEP_BATCH, self._wake_others)
-        self.backoff = Backoff(s.RECONNECT_MAX_MS)
+        self.reconnect = Reconnect(s.RECONNECT_MAX_MS)
         self.acker = Acker(self.using, inline=connections[self.using].vendor != "postgresql",
                            take=self._take_for_flush, pending=lambda: bool(self.finished), on_flushed=self.waker.set)
         #: A small worker admits all its free slots at once, so its claims and its flushes
@@ -206,16 +194,30 @@ class Worker:
     def _step(self, executor: Executor) -> bool:
         """One guarded tick; a database error backs off instead of ending the worker."""
         try:
-            done = self._tick(executor)
-            self.backoff.reset()
-            return done
-        except (DatabaseError, InterfaceError):
-            wait = self.backoff.take()
-            log.warning("boson: database error; reconnecting in %.1fs", wait, exc_info=True)
+            return self._tick(executor)
+        except (DatabaseError, InterfaceError) as exc:
+            wait = self.reconnect.failed(exc, self._lease_left_s())
             _db.close_quietly(self.using)
             self._back_off(wait)
             # Past the grace with the store unreachable: exit; the leases lapse and are reclaimed.
             return self.shutdown.stopping and self.shutdown.grace_over()
+
+    def _lease_left_s(self) -> float | None:
+        """The least time left on a lease held, by this process's clock (None: none held)."""
+        now = time.monotonic()
+        return min((a.lease_left_s(now) for a in self.running.values() if not a.settled and a.lease_ms), default=None)
+
+    def _recover(self) -> None:
+        """The first tick after a database error: before anything else, renew every lease
+        held (the beat that failed counted as a beat: the next was a whole interval away,
+        and a lease with less than that left lapsed though the store was back in time)."""
+        connections[self.using].ensure_connection()
+        self._forget(self.acker.flushed())  # a failed flush's attempts are renewed too
+        self.finished.extend(self.acker.handed_back())
+        with self.leases_lock:
+            held = self._renewable()
+            lost = self.heartbeat.beat(held) if held else []
+        self.reconnect.back(f"{len(held) - len(lost)} leases renewed, {len(lost)} lost" if held else "no lease held")
 
     def _back_off(self, seconds: float) -> None:
         """Wait out a reconnect backoff. Only a stop request cuts it short (the first, or
@@ -235,6 +237,8 @@ class Worker:
     def _tick(self, executor: Executor) -> bool:
         """Returns True when the worker is done."""
         self._keep_connection()
+        if self.reconnect.down:
+            self._recover()
         self._collect()
         self._enforce_timeouts()
         with self.leases_lock:
@@ -361,10 +365,11 @@ class Worker:
         if free <= 0:
             return 0, 0
         gate = tuple(lendable) if free > vacant else ()
+        asked_at = time.monotonic()
         units = services.admit(self.worker_id, self.options.queues, free, using=self.using)
         known: Known = {}
         for unit in units:
-            attempt = Attempt(unit, self.worker_id, self.using)
+            attempt = Attempt(unit, self.worker_id, self.using, lease_mono=asked_at)
             self._hold(attempt)
             if vacant:
                 vacant -= 1

@@ -1,0 +1,90 @@
+"""The network between a worker and PostgreSQL broken on purpose, through a TCP proxy
+(tests/faults/proxy.py): outages shorter than a lease, repeated blips, a black hole, a
+primary failover. The worker's connections all go through the proxy; the test's own do
+not.
+
+These scenarios are about real time -- an outage lasts seconds of the wall clock and a
+lease lapses on the store's real clock -- so the store clock runs (unfrozen), leases are
+a few seconds long, and the bounds are generous.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+
+import pytest
+
+from boson_django import clock, services
+from boson_django.models import Job
+from tests.faults.checker import assert_sound, effects_of, starts_of
+from tests.faults.support import enqueue_many, proxied_env, wait_file, wait_until
+from tests.testapp import fault_tasks  # noqa: F401 -- registers the tasks in this process
+
+pytestmark = pytest.mark.postgres
+EFFECT = "tests.testapp.fault_tasks.effect"
+#: A lease renewed every 0.3 s (``HEARTBEAT_MS``): at least 5.7 s are left on it when an
+#: outage starts. A reconnect backoff that doubles from 0.1 s tries at 3.1 s, then 6.3 s.
+LEASE_MS = 6_000
+FAST_BEAT = {"HEARTBEAT_MS": 300}
+OUTAGE_S = 3.5
+
+
+@pytest.fixture
+def real_clock(transactional_db):
+    clock.unfreeze()
+
+
+def _outage(proxy, worker, seconds: float) -> None:
+    """Connections refused and every open one dropped for ``seconds``; then back."""
+    backs = worker.text().count("database back after")
+    proxy.refuse()
+    proxy.drop()
+    try:
+        worker.wait_for_line("database error; reconnecting")
+        time.sleep(seconds)  # the outage itself: real time
+    finally:
+        proxy.resume()
+    wait_until(lambda: worker.text().count("database back after") > backs, what="the worker to be back")
+
+
+def _assert_ran_once(ids: list[str]) -> None:
+    for job_id in ids:
+        job = Job.objects.get(id=job_id)
+        assert (job.state, job.fence, job.attempt, job.crash_attempt) == ("completed", 1, 1, 0), job_id
+        assert starts_of(job_id) == [1] and effects_of(job_id) == [1]
+    assert_sound(ids)
+
+
+def test_an_outage_shorter_than_the_leases_keeps_every_lease(real_clock, tmp_path, proxy, workers):
+    ids = enqueue_many(EFFECT, 4, args=[str(tmp_path), "go"], lease_ms=LEASE_MS)
+    worker = workers("w-short-outage", "--concurrency", "4", env=proxied_env(proxy, **FAST_BEAT))
+    for job_id in ids:
+        wait_file(tmp_path, f"started-{job_id}-1")
+    _outage(proxy, worker, OUTAGE_S)
+    (tmp_path / "go").write_text("go")
+    wait_until(lambda: all(services.job_state(i)[1] == "completed" for i in ids), what="every job to complete")
+    worker.signal(signal.SIGTERM)
+    assert worker.exit_code() == 0, worker.text()
+    assert "was lost" not in worker.text(), worker.text()
+    assert "4 leases renewed, 0 lost" in worker.text(), worker.text()
+    _assert_ran_once(ids)
+
+
+@pytest.mark.slow
+def test_repeated_blips_quarantine_nothing(real_clock, tmp_path, proxy, workers):
+    """Three outages, each shorter than the time left on the lease: a job that lost its
+    lease at each would be quarantined (``CRASH_LIMIT`` 3), and its fingerprint with it."""
+    ids = enqueue_many(EFFECT, 2, args=[str(tmp_path), "go"], lease_ms=LEASE_MS)
+    worker = workers("w-blips", "--concurrency", "2", env=proxied_env(proxy, **FAST_BEAT))
+    for job_id in ids:
+        wait_file(tmp_path, f"started-{job_id}-1")
+    for _ in range(3):
+        _outage(proxy, worker, OUTAGE_S)
+    (tmp_path / "go").write_text("go")
+    wait_until(lambda: all(services.job_state(i)[1] == "completed" for i in ids), what="every job to complete")
+    worker.signal(signal.SIGTERM)
+    assert worker.exit_code() == 0, worker.text()
+    assert worker.text().count("2 leases renewed, 0 lost") == 3, worker.text()
+    assert services.counts()["quarantined"] == 0
+    _assert_ran_once(ids)
