@@ -28,9 +28,11 @@ from collections.abc import Callable, Sequence
 from django.db import DatabaseError, InterfaceError, connections
 
 from boson_django.services import _db
+from boson_django.worker import network
 from boson_django.worker.attempt import Attempt
 from boson_django.worker.completer import complete
 from boson_django.worker.outcomes import Finish
+from boson_django.worker.watchdog import Watch, Watchdog
 
 log = logging.getLogger("boson_django.worker")
 
@@ -40,10 +42,15 @@ Batch = Sequence[tuple[Attempt, Finish]]
 class Acker:
     def __init__(
         self, using: str, *, inline: bool, take: Callable[[], Batch], pending: Callable[[], bool],
-        on_flushed: Callable[[], None] | None = None,
+        on_flushed: Callable[[], None] | None = None, watchdog: Watchdog | None = None,
+        reply_s: Callable[[], float | None] = lambda: None,
     ):
         """``take`` hands over the attempts to ack now (marked ``acking``), ``pending``
-        says whether any finished since; ``on_flushed`` runs after each threaded flush."""
+        says whether any finished since; ``on_flushed`` runs after each threaded flush.
+        The thread's connection gets the worker's options and timeouts; ``watchdog``
+        breaks it when a flush waits longer than ``reply_s()``."""
+        self._watchdog, self._reply_s = watchdog, reply_s
+        self._watch: Watch | None = None
         self.using = using
         self.inline = inline
         self._take = take
@@ -122,7 +129,11 @@ class Acker:
         self._done.put((batch, None))
 
     def _serve(self) -> None:
-        _db.dedicate(connections[self.using])  # this thread's connection runs only the flushes
+        connection = connections[self.using]
+        network.harden(connection)
+        _db.dedicate(connection, network.store_timeouts())  # this thread's connection runs only the flushes
+        if self._watchdog is not None:
+            self._watch = self._watchdog.watch(connection)
         while self._wake.get():
             try:
                 self._flush_until_done()
@@ -156,7 +167,11 @@ class Acker:
 
     def _flush(self, batch: Batch) -> BaseException | None:
         try:
-            complete(batch, self.using)
+            if self._watch is None:
+                complete(batch, self.using)
+            else:
+                with self._watch.armed(self._reply_s()):
+                    complete(batch, self.using)
         except (DatabaseError, InterfaceError) as exc:
             _db.close_quietly(self.using)
             return exc

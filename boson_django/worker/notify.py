@@ -20,7 +20,9 @@ from django.db import connections
 
 from boson_django import conf
 from boson_django.services.wakeups import ANY_QUEUE, lease_channel
+from boson_django.worker import network
 from boson_django.worker.reconnect import Reconnect
+from boson_django.worker.watchdog import break_connection
 from boson_django.worker.shutdown import SignalSafeEvent
 
 log = logging.getLogger("boson_django.worker")
@@ -70,7 +72,9 @@ class Listener:
         self.lease_channel = lease_channel(self.channel)
         self.worker_id = worker_id
         self.on_revoked = on_revoked
-        self.params = connect_params(connections[using].settings_dict)
+        self.params = connect_params(network.with_options(connections[using].settings_dict))
+        self._conn: Any = None
+        self._dropped = False  # by ``reconnect``: not a failure to report
         self.connected = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="boson-listen", daemon=True)
@@ -81,6 +85,14 @@ class Listener:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(timeout=2)
+
+    def reconnect(self) -> None:
+        """Drop the connection and listen on a new one: after an outage, the old one may
+        be half-open (no error ever comes from a connection nothing is sent on)."""
+        conn = self._conn
+        if conn is not None:
+            self._dropped = True
+            break_connection(conn)
 
     def wanted(self, payload: str) -> bool:
         return not self.queues or payload == ANY_QUEUE or payload in self.queues
@@ -93,6 +105,9 @@ class Listener:
                 self._listen(reconnect)
             except Exception as exc:  # noqa: BLE001 -- polling covers us while we reconnect
                 self.connected.clear()
+                if self._dropped:
+                    self._dropped = False
+                    continue
                 self._stop.wait(reconnect.failed(exc))
 
     def _listen(self, reconnect: Reconnect) -> None:
@@ -100,6 +115,7 @@ class Listener:
         from psycopg import sql
 
         with psycopg.connect(**self.params, autocommit=True) as conn:
+            self._conn = conn
             conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
             if self.on_revoked is not None:
                 conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.lease_channel)))

@@ -10,8 +10,9 @@ database's host and port. A test breaks the path the ways production does:
 * :meth:`Proxy.black_hole` -- nothing is forwarded any more, either way, and nothing is
   closed: open connections wait for answers that never come, new ones are accepted and
   never answered (a NAT that forgot the flow, a failover that moved an address);
-* :meth:`Proxy.resume` -- forward again (a black-holed connection delivers what it held,
-  as a healed partition does; connections opened while black-holed are closed).
+* :meth:`Proxy.resume` -- new connections are forwarded again. Those open during a black
+  hole stay half-open -- nothing on them is ever forwarded again, nothing closes them --
+  as a flow a NAT forgot stays dead; those opened during it are reset.
 
 Threads only (two per connection), no dependency beyond the standard library.
 """
@@ -41,6 +42,7 @@ class _Pair:
     def __init__(self, proxy: Proxy, client: socket.socket, upstream: socket.socket):
         self.proxy, self.client, self.upstream = proxy, client, upstream
         self.closed = False
+        self.half_open = False  # black-holed: forwards nothing, ever again
 
     def start(self) -> None:
         for src, dst in ((self.client, self.upstream), (self.upstream, self.client)):
@@ -93,6 +95,9 @@ class Proxy:
         self._set(RESET)
 
     def black_hole(self) -> None:
+        with self._cond:
+            for pair in self._pairs:
+                pair.half_open = True
         self._set(BLACK_HOLE)
 
     def drop(self) -> None:
@@ -190,7 +195,8 @@ class Proxy:
     def _wait_to_forward(self, pair: _Pair) -> bool:
         """Hold a pump while black-holed; False once its pair is closed."""
         with self._cond:
-            while self.mode == BLACK_HOLE and not pair.closed:
+            while (pair.half_open or self.mode == BLACK_HOLE) and not pair.closed:
+                pair.half_open = True
                 self._cond.wait(0.2)
             return not pair.closed
 

@@ -88,3 +88,59 @@ def test_repeated_blips_quarantine_nothing(real_clock, tmp_path, proxy, workers)
     assert worker.text().count("2 leases renewed, 0 lost") == 3, worker.text()
     assert services.counts()["quarantined"] == 0
     _assert_ran_once(ids)
+
+
+#: Black-hole scenarios: 10 s leases (a renewal unanswered for half the time left, ~5 s,
+#: is given up), connect attempts given up after 2 s (libpq's least).
+LONG_LEASE_MS = 10_000
+QUICK_CONNECT = {**FAST_BEAT, "CONNECTION_OPTIONS": {"connect_timeout": 2}}
+
+
+def test_a_black_hole_is_noticed_and_the_worker_recovers_without_a_restart(real_clock, tmp_path, proxy, workers):
+    """Every packet dropped without a word: the connections stay open and nothing on them
+    fails, so only an answer that is overdue says the database is gone. The worker drops
+    its connection, reconnects once the path is back and renews before its leases lapse."""
+    ids = enqueue_many(EFFECT, 2, args=[str(tmp_path), "go"], lease_ms=LONG_LEASE_MS)
+    worker = workers("w-hole", "--concurrency", "2", env=proxied_env(proxy, **QUICK_CONNECT))
+    for job_id in ids:
+        wait_file(tmp_path, f"started-{job_id}-1")
+    proxy.black_hole()
+    try:
+        worker.wait_for_line("no answer from the database after")
+        worker.wait_for_line("database error; reconnecting")  # a new connection is not answered either
+    finally:
+        proxy.resume()
+    worker.wait_for_line("database back after")
+    (tmp_path / "go").write_text("go")
+    wait_until(lambda: all(services.job_state(i)[1] == "completed" for i in ids), what="every job to complete")
+    worker.signal(signal.SIGTERM)
+    assert worker.exit_code() == 0, worker.text()
+    assert "was lost" not in worker.text() and "2 leases renewed, 0 lost" in worker.text(), worker.text()
+    _assert_ran_once(ids)
+
+
+@pytest.mark.parametrize("second", [None, signal.SIGINT], ids=["sigterm", "then-sigint"])
+def test_a_black_hole_then_sigterm_exits_in_time(real_clock, tmp_path, proxy, workers, second):
+    """SIGTERM with every packet black-holed: the worker exits within its grace and a few
+    seconds (its calls in flight are dropped when the grace ends); a second signal ends
+    it at once, however long the grace."""
+    ids = enqueue_many(EFFECT, 2, args=[str(tmp_path), "go"], lease_ms=LONG_LEASE_MS)
+    grace = "2" if second is None else "600"
+    worker = workers("w-hole-term", "--concurrency", "2", "--grace-seconds", grace, env=proxied_env(proxy, **QUICK_CONNECT))
+    for job_id in ids:
+        wait_file(tmp_path, f"started-{job_id}-1")
+    proxy.black_hole()
+    time.sleep(1.0)  # the worker's next calls go unanswered
+    began = time.monotonic()
+    worker.signal(signal.SIGTERM)
+    if second is not None:
+        time.sleep(0.5)  # the first signal heard: its grace is ten minutes
+        began = time.monotonic()
+        worker.signal(second)
+    assert worker.exit_code(timeout=60) == 0, worker.text()
+    took = time.monotonic() - began
+    allowed = 2 + 8 if second is None else 8  # the grace, a connect timeout, the allowance, the exit: generous
+    assert took < allowed, f"exited {took:.1f}s after the signal\n{worker.text()}"
+    proxy.resume()
+    (tmp_path / "go").write_text("go")
+    assert_sound(ids)  # still running under their leases: nothing stranded, nothing doubled

@@ -143,3 +143,12 @@ def gated(context, folder: str, gate: str, value: int = 0) -> int:
     _touch(folder, f"started-{context.job_id}-{context.fence}")
     wait_for_gate(folder, gate, context)
     return value
+
+
+@task()
+def connection_parameters() -> dict:
+    """The libpq parameters of the connection a handler's thread opens (PostgreSQL)."""
+    from django.db import connection
+
+    connection.ensure_connection()
+    return connection.connection.info.get_parameters()
