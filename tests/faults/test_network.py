@@ -15,6 +15,8 @@ import time
 
 import pytest
 
+from django.db import connection
+
 from boson_django import clock, services
 from boson_django.models import Job
 from tests.faults.checker import assert_sound, effects_of, starts_of
@@ -144,3 +146,45 @@ def test_a_black_hole_then_sigterm_exits_in_time(real_clock, tmp_path, proxy, wo
     proxy.resume()
     (tmp_path / "go").write_text("go")
     assert_sound(ids)  # still running under their leases: nothing stranded, nothing doubled
+
+
+#: A failover: 20 s leases outlast the 10 s the new primary takes to accept connections.
+FAILOVER_LEASE_MS = 20_000
+FAILOVER_S = 10.0
+
+
+def _kill_every_backend() -> int:
+    """``pg_terminate_backend`` of every session of the test database but this test's own."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                       "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+        return cursor.fetchone()[0]
+
+
+@pytest.mark.slow
+def test_a_primary_failover_loses_nothing_and_runs_nothing_twice(real_clock, tmp_path, proxy, workers):
+    """Every backend killed, connections refused for 10 s, then accepted again -- what
+    clients see of a primary failing over to a standby. The jobs that were running keep
+    their leases and finish once; the jobs that were waiting run once, after."""
+    held = enqueue_many(EFFECT, 4, args=[str(tmp_path), "go"], lease_ms=FAILOVER_LEASE_MS)
+    waiting = enqueue_many(EFFECT, 6, lease_ms=FAILOVER_LEASE_MS)
+    pool = [workers(f"w-failover-{i}", "--concurrency", "2", env=proxied_env(proxy, **QUICK_CONNECT)) for i in range(2)]
+    for job_id in held:
+        wait_file(tmp_path, f"started-{job_id}-1")
+    proxy.refuse()
+    try:
+        assert _kill_every_backend() >= 4  # each worker's loop, ack thread and LISTEN connection at least
+        for worker in pool:
+            worker.wait_for_line("database error; reconnecting")
+        time.sleep(FAILOVER_S)  # the standby being promoted: real time
+    finally:
+        proxy.resume()
+    for worker in pool:
+        worker.wait_for_line("database back after")
+    (tmp_path / "go").write_text("go")
+    wait_until(lambda: services.counts().get("completed") == 10, timeout=60, what="every job to complete")
+    for worker in pool:
+        worker.signal(signal.SIGTERM)
+        assert worker.exit_code() == 0, worker.text()
+        assert "was lost" not in worker.text(), worker.text()
+    _assert_ran_once(held + waiting)
