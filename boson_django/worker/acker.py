@@ -20,7 +20,6 @@ re-raised in the loop.
 
 from __future__ import annotations
 
-import logging
 import queue
 import threading
 from collections.abc import Callable, Sequence
@@ -32,9 +31,8 @@ from boson_django.worker import network
 from boson_django.worker.attempt import Attempt
 from boson_django.worker.completer import complete
 from boson_django.worker.outcomes import Finish
+from boson_django.worker.reconnect import Reconnect
 from boson_django.worker.watchdog import Watch, Watchdog
-
-log = logging.getLogger("boson_django.worker")
 
 Batch = Sequence[tuple[Attempt, Finish]]
 
@@ -43,13 +41,15 @@ class Acker:
     def __init__(
         self, using: str, *, inline: bool, take: Callable[[], Batch], pending: Callable[[], bool],
         on_flushed: Callable[[], None] | None = None, watchdog: Watchdog | None = None,
-        reply_s: Callable[[], float | None] = lambda: None,
+        reply_s: Callable[[], float | None] = lambda: None, reconnect: Reconnect | None = None,
     ):
         """``take`` hands over the attempts to ack now (marked ``acking``), ``pending``
         says whether any finished since; ``on_flushed`` runs after each threaded flush.
         The thread's connection gets the worker's options and timeouts; ``watchdog``
         breaks it when a flush waits longer than ``reply_s()``."""
         self._watchdog, self._reply_s = watchdog, reply_s
+        #: Logs a failed flush in one line, with the outage's one traceback if it is the first.
+        self._reconnect = reconnect or Reconnect(0)
         self._watch: Watch | None = None
         self.using = using
         self.inline = inline
@@ -98,7 +98,7 @@ class Acker:
             self._hand_back(batch)
             if not isinstance(error, (DatabaseError, InterfaceError)):
                 raise error
-            log.warning("boson: flushing %d acks failed; they are retried", len(batch), exc_info=error)
+            self._reconnect.report(f"flushing {len(batch)} acks failed; they are retried", error)
 
     def handed_back(self) -> list[Attempt]:
         """The attempts of flushes that failed, unsettled, since the last call: the loop

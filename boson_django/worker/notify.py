@@ -98,8 +98,8 @@ class Listener:
         return not self.queues or payload == ANY_QUEUE or payload in self.queues
 
     def _run(self) -> None:
-        reconnect = Reconnect(conf.get().RECONNECT_MAX_MS, what="LISTEN connection",
-                              failure="LISTEN connection failed (polling meanwhile)")
+        reconnect = Reconnect(conf.get().RECONNECT_MAX_MS, what="LISTEN connection",  # the loop logs the traceback
+                              failure="LISTEN connection failed (polling meanwhile)", tracebacks=False)
         while not self._stop.is_set():
             try:
                 self._listen(reconnect)

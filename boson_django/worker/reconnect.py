@@ -41,13 +41,17 @@ class Reconnect:
     ``back`` once an attempt succeeds."""
 
     def __init__(self, cap_ms: int, what: str = "database", failure: str = "database error",
-                 rng: random.Random | None = None):
-        """``failure`` starts the line of a failed attempt, ``what`` the line saying it is back."""
+                 rng: random.Random | None = None, tracebacks: bool = True):
+        """``failure`` starts the line of a failed attempt, ``what`` the line saying it is
+        back; ``tracebacks`` False logs none at all (one line says enough)."""
         self.cap_s = cap_ms / 1000
         self.what, self.failure = what, failure
         self.rng = rng or random.Random()
         self.attempts = 0
         self.since: float | None = None
+        #: A traceback was logged for this outage (or for an error just before it).
+        self.traced = not tracebacks
+        self._tracebacks = tracebacks
 
     @property
     def down(self) -> bool:
@@ -61,8 +65,24 @@ class Reconnect:
         self.attempts += 1
         wait = wait_bound(self.attempts, self.cap_s, lease_left_s) * self.rng.uniform(0.5, 1.0)
         log.warning("boson: %s; reconnecting in %.2fs (attempt %d: %s)", self.failure, wait, self.attempts,
-                    describe(exc), exc_info=exc if self.attempts == 1 else None)
+                    describe(exc), exc_info=self._trace(exc))
         return wait
+
+    def report(self, message: str, exc: BaseException) -> None:
+        """Another part of the worker met a database error (``message`` says what it was
+        doing): one line, with the traceback unless this outage has had one."""
+        log.warning("boson: %s (%s)", message, describe(exc), exc_info=self._trace(exc))
+
+    def settled(self) -> None:
+        """A tick went through with no outage: the next error's traceback is logged."""
+        if self.since is None:
+            self.traced = not self._tracebacks
+
+    def _trace(self, exc: BaseException) -> BaseException | None:
+        if self.traced:
+            return None
+        self.traced = True
+        return exc
 
     def back(self, detail: str = "") -> float:
         """The database answered again: log how long it was gone; that many seconds."""
@@ -71,7 +91,7 @@ class Reconnect:
         lasted = time.monotonic() - self.since
         log.warning("boson: %s back after %.1fs (%d failed attempts)%s", self.what, lasted, self.attempts,
                     f"; {detail}" if detail else "")
-        self.since, self.attempts = None, 0
+        self.since, self.attempts, self.traced = None, 0, not self._tracebacks
         return lasted
 
 

@@ -105,7 +105,7 @@ class Worker:
         self.reply_s = s.REPLY_TIMEOUT_MS / 1000 or None
         self.acker = Acker(self.using, inline=connections[self.using].vendor != "postgresql",
                            take=self._take_for_flush, pending=lambda: bool(self.finished), on_flushed=self.waker.set,
-                           watchdog=self.watchdog, reply_s=self._reply_s)
+                           watchdog=self.watchdog, reply_s=self._reply_s, reconnect=self.reconnect)
         #: A small worker admits all its free slots at once, so its claims and its flushes
         #: would take turns: it claims into slots whose acks are in flight (``_admit``). A
         #: large one admits a quarter of its slots at a time and overlaps them already
@@ -243,9 +243,13 @@ class Worker:
         """One guarded tick; a database error backs off instead of ending the worker."""
         try:
             if self.watch is None:
-                return self._tick(executor)
-            with self.watch.armed(self._reply_s()):
-                return self._tick(executor)
+                done = self._tick(executor)
+            else:
+                with self.watch.armed(self._reply_s()):
+                    done = self._tick(executor)
+            if self.reconnect.traced:
+                self.reconnect.settled()
+            return done
         except (DatabaseError, InterfaceError) as exc:
             wait = self.reconnect.failed(exc, self._lease_left_s())
             _db.close_quietly(self.using)

@@ -136,7 +136,7 @@ def test_an_outage_with_acks_pending_is_waited_out_with_backoff_not_a_busy_loop(
     with _outage():
         connection.ensure_connection()
         (tmp_path / "go").write_text("go")  # the handlers return: their acks meet the outage
-        worker.wait_for_line("(attempt 4:")
+        wait_until(lambda: [n for _, _, n in _backoffs(worker.text())][-1:] == [4], what="the loop's fourth attempt")
     wait_until(lambda: all(services.job_state(i)[1] == "completed" for i in ids), what="the acks after the outage")
     worker.signal(signal.SIGTERM)
     assert worker.exit_code() == 0, worker.text()

@@ -10,6 +10,7 @@ a few seconds long, and the bounds are generous.
 
 from __future__ import annotations
 
+import re
 import signal
 import time
 
@@ -188,3 +189,35 @@ def test_a_primary_failover_loses_nothing_and_runs_nothing_twice(real_clock, tmp
         assert worker.exit_code() == 0, worker.text()
         assert "was lost" not in worker.text(), worker.text()
     _assert_ran_once(held + waiting)
+
+
+def test_an_outage_logs_one_line_per_attempt_one_traceback_and_when_it_ended(real_clock, tmp_path, proxy, workers):
+    """Every attempt logged a traceback of ~78 lines (700 lines for a 43 s outage), and
+    nothing said when the database was back."""
+    (job_id,) = enqueue_many(EFFECT, 1, args=[str(tmp_path), "go"], lease_ms=LEASE_MS)
+    worker = workers("w-log", env=proxied_env(proxy, **FAST_BEAT))
+    wait_file(tmp_path, f"started-{job_id}-1")
+    began = time.monotonic()
+    proxy.refuse()
+    proxy.drop()
+    try:
+        worker.wait_for_line("database error; reconnecting")
+        (tmp_path / "go").write_text("go")  # its ack meets the outage too
+        wait_until(lambda: worker.text().count("database error; reconnecting") >= 6, what="six attempts")
+    finally:
+        proxy.resume()
+    worker.wait_for_line("database back after")
+    outage_s = time.monotonic() - began
+    wait_until(lambda: services.job_state(job_id)[1] == "completed", what="the job")
+    worker.signal(signal.SIGTERM)
+    assert worker.exit_code() == 0, worker.text()
+    text = worker.text()
+    attempts = re.findall(r"database error; reconnecting in ([0-9.]+)s \(attempt (\d+): (\w+): (.+)\)$", text, re.M)
+    assert [int(n) for _, n, _, _ in attempts] == list(range(1, len(attempts) + 1)), text
+    assert all(kind in ("OperationalError", "DatabaseError") and message for _, _, kind, message in attempts), text
+    traced = re.findall(r"^\S+ \S+ WARNING boson: (.*)\nTraceback", text, re.M)  # a record and its traceback
+    assert len(traced) == 1 and "(attempt 1:" in traced[0], text
+    back = re.search(r"database back after ([0-9.]+)s \((\d+) failed attempts\); 1 leases renewed, 0 lost", text)
+    assert back and int(back.group(2)) == len(attempts), text
+    assert 0.5 <= float(back.group(1)) <= outage_s + 1, (back.group(0), outage_s)
+    _assert_ran_once([job_id])

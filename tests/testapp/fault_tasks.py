@@ -12,6 +12,7 @@ early when the worker asks it to). Files named ``started-<job>-<fence>`` and
 
 from __future__ import annotations
 
+import logging
 import os
 import pathlib
 import signal
@@ -152,3 +153,12 @@ def connection_parameters() -> dict:
 
     connection.ensure_connection()
     return connection.connection.info.get_parameters()
+
+
+@task(takes_context=True)
+def chatty(context, lines: int, width: int = 400) -> int:
+    """Logs ``lines`` lines of about ``width`` characters each."""
+    log = logging.getLogger("tests.faults.chatty")
+    for n in range(lines):
+        log.warning("line %06d %s", n, "x" * width)
+    return lines
