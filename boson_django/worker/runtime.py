@@ -242,11 +242,15 @@ class Worker:
     def _step(self, executor: Executor) -> bool:
         """One guarded tick; a database error backs off instead of ending the worker."""
         try:
-            if self.watch is None:
+            watch = self.watch
+            if watch is None:
                 done = self._tick(executor)
             else:
-                with self.watch.armed(self._reply_s()):
+                watch.arm(self._reply_s())
+                try:
                     done = self._tick(executor)
+                finally:
+                    watch.disarm()
             if self.reconnect.traced:
                 self.reconnect.settled()
             return done
@@ -254,8 +258,10 @@ class Worker:
             wait = self.reconnect.failed(exc, self._lease_left_s())
             _db.close_quietly(self.using)
             self._back_off(wait)
-            # Past the grace with the store unreachable: exit; the leases lapse and are reclaimed.
-            if not (self.shutdown.stopping and self.shutdown.grace_over()):
+            # Past the grace: one more tick on a new connection (a connection killed while
+            # the loop slept says nothing of the store), then, with the store unreachable,
+            # exit; the leases lapse and are reclaimed.
+            if not (self.shutdown.stopping and self.shutdown.grace_over()) or self.reconnect.attempts == 1:
                 return False
             log.warning("boson: stopping (%s) with the database unreachable: %d running jobs are left to their "
                         "leases", ", ".join(self.shutdown.reasons), len(self._held()))
