@@ -262,6 +262,10 @@ def _bad_value(key: str, value: Any) -> str | None:
         return check_task_policies(value)
     if key == "ALLOWED_TASK_MODULES" and value is not None:
         return _not_module_names(value)
+    if key == "CONNECTION_OPTIONS":
+        return _libpq_options(value)
+    if key == "STORE_TIMEOUTS":
+        return _store_timeouts(value)
     if key == "SCHEDULES":
         from boson_django.schedules.spec import check_setting
 
@@ -269,6 +273,29 @@ def _bad_value(key: str, value: Any) -> str | None:
             return check_setting(value)
         except Exception:  # noqa: BLE001 -- a module of tasks fails to import: boson.E005 names it
             return None
+    return None
+
+
+def _libpq_options(options: dict[Any, Any]) -> str | None:
+    """libpq parameters: names, each a whole number >= 0, a string or None (left out)."""
+    for name, value in options.items():
+        if not isinstance(name, str) or not name.isidentifier():
+            return f"must name libpq parameters, got {name!r}."
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, str))
+                                  or (isinstance(value, int) and value < 0)):
+            return f"must give each libpq parameter a whole number >= 0, a string or None, got {name!r}: {value!r}."
+    return None
+
+
+def _store_timeouts(timeouts: dict[Any, Any]) -> str | None:
+    """Milliseconds (0: none) or None (left out), of the timeouts the store sets."""
+    for name, value in timeouts.items():
+        if name not in conf.DEFAULTS["STORE_TIMEOUTS"]:
+            known = ", ".join(conf.DEFAULTS["STORE_TIMEOUTS"])
+            return f"names {name!r}, which is not one of the timeouts the store sets ({known})."
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or not 0 <= value <= 2_147_483_647):
+            return f"must give each timeout milliseconds (0 to 2147483647, 0: none) or None, got {name!r}: {value!r}."
     return None
 
 

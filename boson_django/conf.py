@@ -36,6 +36,12 @@ DEFAULTS: dict[str, Any] = {
     "PREPARED_STATEMENTS": True,
     "POOLER": None,
     "RECONNECT_MAX_MS": 30_000,
+    "CONNECTION_OPTIONS": {
+        "connect_timeout": 5, "keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5, "keepalives_count": 3,
+        "tcp_user_timeout": 30_000,
+    },
+    "STORE_TIMEOUTS": {"statement_timeout": 30_000, "lock_timeout": 10_000, "idle_in_transaction_session_timeout": 60_000},
+    "REPLY_TIMEOUT_MS": 45_000,
     "LOG_CAPTURE_LEVEL": 20,
     "GC_THRESHOLD": 10_000,
     "EMBEDDED_WORKER": False,
@@ -96,7 +102,24 @@ DOCS: dict[str, str] = {
         "and PREPARED_STATEMENTS is off (True is refused, boson.E011): no client can tell it is behind one "
         "(see docs/workers.md)."
     ),
-    "RECONNECT_MAX_MS": "Longest wait between reconnect attempts after a database error.",
+    "RECONNECT_MAX_MS": (
+        "Longest wait between reconnect attempts after a database error (also at most a quarter of the time left on "
+        "the shortest lease the worker holds)."
+    ),
+    "CONNECTION_OPTIONS": (
+        "PostgreSQL: libpq parameters every connection a worker opens gets (connect timeout in seconds, TCP keepalives, "
+        "tcp_user_timeout in ms), merged under the database's OPTIONS, whose own values win. A key given here replaces "
+        "its default; None leaves it out (docs/workers.md)."
+    ),
+    "STORE_TIMEOUTS": (
+        "PostgreSQL: statement_timeout, lock_timeout and idle_in_transaction_session_timeout (ms, 0 = none) of the "
+        "store's own statements on a worker's connections; never of a handler's queries. A key given here replaces its "
+        "default; None leaves it out (docs/workers.md)."
+    ),
+    "REPLY_TIMEOUT_MS": (
+        "PostgreSQL: how long a worker waits for the database to answer before it treats the connection as dead and "
+        "reconnects; also at most half the time left on its shortest lease (0 = no limit but that)."
+    ),
     "LOG_CAPTURE_LEVEL": "Lowest logging level captured into a job's attempt record.",
     "GC_THRESHOLD": (
         "The garbage collector's first-generation threshold while a worker runs in the process (Python's default is "
@@ -153,6 +176,9 @@ RULES: dict[str, tuple[type | tuple[type, ...], int | None]] = {
     "PREPARED_STATEMENTS": (bool, None),
     "POOLER": ((str, type(None)), None),
     "RECONNECT_MAX_MS": (int, 1),
+    "CONNECTION_OPTIONS": (dict, None),
+    "STORE_TIMEOUTS": (dict, None),
+    "REPLY_TIMEOUT_MS": (int, 0),
     "LOG_CAPTURE_LEVEL": (int, 0),
     "GC_THRESHOLD": (int, 0),
     "EMBEDDED_WORKER": (bool, None),
@@ -186,6 +212,9 @@ class Settings:
     PREPARED_STATEMENTS: bool
     POOLER: str | None
     RECONNECT_MAX_MS: int
+    CONNECTION_OPTIONS: dict[str, Any]
+    STORE_TIMEOUTS: dict[str, Any]
+    REPLY_TIMEOUT_MS: int
     LOG_CAPTURE_LEVEL: int
     GC_THRESHOLD: int
     EMBEDDED_WORKER: bool
