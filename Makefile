@@ -23,8 +23,9 @@ $(BIN)/.installed-dev: $(BIN)/.installed
 
 install: $(BIN)/.installed-dev
 
-# The demo: fresh SQLite database, an admin login, workers, the development server and a
-# live view of the queues (Ctrl-C stops it). BOSON_DEMO_DB=postgres runs it on PostgreSQL.
+# The demo: fresh SQLite database, an admin login, workers, the development server, a
+# trickle of jobs and a live view of the queues, until Ctrl-C. BOSON_DEMO_DB=postgres runs
+# it on PostgreSQL.
 demo: $(BIN)/.installed
 	cd example_project && $(PY) manage.py boson_demo $(DEMO_ARGS)
 

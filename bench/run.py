@@ -55,7 +55,7 @@ import machine_scaling  # noqa: E402
 
 #: name -> (driver script, pip requirements, needs Python >= 3.12, extra driver args)
 SYSTEMS: dict[str, tuple[str, list[str], bool, list[str]]] = {
-    "boson": ("systems/boson.py", ["-e", f"{ROOT}[postgres]"], False, ["--concurrency", "1024"]),
+    "boson": ("systems/boson.py", ["-e", f"{ROOT}[postgres-binary]"], False, ["--concurrency", "1024"]),
     "pgqueuer": ("systems/run_pgqueuer.py", ["pgqueuer", "psycopg[binary]", "asyncpg"], False, []),
     "procrastinate": ("systems/run_procrastinate.py", ["procrastinate", "psycopg[binary]"], False, []),
     "oban": ("systems/run_oban.py", ["oban", "psycopg[binary]", "psycopg-pool"], True, []),

@@ -250,6 +250,8 @@ def _bad_value(key: str, value: Any) -> str | None:
             return f"must be <= {top} ({why}), got {value!r}."
     if key == "DATABASE" and value not in connections.settings:
         return f"names no database in DATABASES: {value!r}."
+    if key == "POOLER" and value not in conf.POOLERS:
+        return f"must be None, 'session' or 'transaction', got {value!r}."
     if key == "NOTIFY_CHANNEL" and not (value.isidentifier() and value.isascii() and len(value) <= 63):
         return f"must be a plain identifier of at most 63 ASCII characters, got {value!r}."
     if key == "TASK_MODULES":
@@ -260,6 +262,10 @@ def _bad_value(key: str, value: Any) -> str | None:
         return check_task_policies(value)
     if key == "ALLOWED_TASK_MODULES" and value is not None:
         return _not_module_names(value)
+    if key == "CONNECTION_OPTIONS":
+        return _libpq_options(value)
+    if key == "STORE_TIMEOUTS":
+        return _store_timeouts(value)
     if key == "SCHEDULES":
         from boson_django.schedules.spec import check_setting
 
@@ -267,6 +273,29 @@ def _bad_value(key: str, value: Any) -> str | None:
             return check_setting(value)
         except Exception:  # noqa: BLE001 -- a module of tasks fails to import: boson.E005 names it
             return None
+    return None
+
+
+def _libpq_options(options: dict[Any, Any]) -> str | None:
+    """libpq parameters: names, each a whole number >= 0, a string or None (left out)."""
+    for name, value in options.items():
+        if not isinstance(name, str) or not name.isidentifier():
+            return f"must name libpq parameters, got {name!r}."
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, str))
+                                  or (isinstance(value, int) and value < 0)):
+            return f"must give each libpq parameter a whole number >= 0, a string or None, got {name!r}: {value!r}."
+    return None
+
+
+def _store_timeouts(timeouts: dict[Any, Any]) -> str | None:
+    """Milliseconds (0: none) or None (left out), of the timeouts the store sets."""
+    for name, value in timeouts.items():
+        if name not in conf.DEFAULTS["STORE_TIMEOUTS"]:
+            known = ", ".join(conf.DEFAULTS["STORE_TIMEOUTS"])
+            return f"names {name!r}, which is not one of the timeouts the store sets ({known})."
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or not 0 <= value <= 2_147_483_647):
+            return f"must give each timeout milliseconds (0 to 2147483647, 0: none) or None, got {name!r}: {value!r}."
     return None
 
 
@@ -313,7 +342,40 @@ def _cross_checks() -> list[checks.CheckMessage]:
         problems.append(
             checks.Error("BOSON['RETRY_BASE_MS'] is larger than BOSON['RETRY_CAP_MS'].", id="boson.E003")
         )
-    return problems
+    return [*problems, *_transaction_pooler_problems(user)]
+
+
+def _transaction_pooler_problems(user: dict[str, Any]) -> list[checks.CheckMessage]:
+    """Behind a pooler in transaction mode nothing may live in the session: prepared
+    statements set True are refused (they would be looked for on a server connection
+    that never prepared them, and the worker's session settings would leak)."""
+    if user.get("POOLER") != conf.TRANSACTION_POOLER or user.get("PREPARED_STATEMENTS") is not True:
+        return []
+    return [checks.Error(
+        "BOSON['PREPARED_STATEMENTS'] = True cannot work with BOSON['POOLER'] = 'transaction': a statement "
+        "prepared in one transaction's server session is missing from the next one's, and the worker's session "
+        "settings would leak to other clients.",
+        hint="Remove BOSON['PREPARED_STATEMENTS'] (it is off behind a transaction pooler), or connect directly.",
+        id="boson.E011",
+    )]
+
+
+@checks.register("boson")
+def check_server_side_cursors(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """Behind a transaction pooler, a store database whose server-side cursors Django
+    keeps on is reported (Django's own advice for such poolers): a ``QuerySet.iterator()``
+    would open its cursor in one server session and read it in another."""
+    user = conf.user_settings() if isinstance(getattr(django_settings, "BOSON", None), dict) else {}
+    database = _store_alias()
+    if user.get("POOLER") != conf.TRANSACTION_POOLER or database is None:
+        return []
+    if connections.settings[database].get("DISABLE_SERVER_SIDE_CURSORS"):
+        return []
+    return [checks.Warning(
+        f"BOSON['POOLER'] is 'transaction' but DATABASES[{database!r}] keeps server-side cursors on: "
+        "a QuerySet.iterator() would open a cursor in one server session and read it in another.",
+        hint=f"Set DATABASES[{database!r}]['DISABLE_SERVER_SIDE_CURSORS'] = True.", id="boson.W004",
+    )]
 
 
 #: What ``OPTIONS`` of a ``BosonBackend`` entry of ``TASKS`` may hold.

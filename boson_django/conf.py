@@ -34,7 +34,14 @@ DEFAULTS: dict[str, Any] = {
     "NOTIFY": True,
     "NOTIFY_CHANNEL": "boson",
     "PREPARED_STATEMENTS": True,
+    "POOLER": None,
     "RECONNECT_MAX_MS": 30_000,
+    "CONNECTION_OPTIONS": {
+        "connect_timeout": 5, "keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5, "keepalives_count": 3,
+        "tcp_user_timeout": 30_000,
+    },
+    "STORE_TIMEOUTS": {"statement_timeout": 30_000, "lock_timeout": 10_000, "idle_in_transaction_session_timeout": 60_000},
+    "REPLY_TIMEOUT_MS": 45_000,
     "LOG_CAPTURE_LEVEL": 20,
     "GC_THRESHOLD": 10_000,
     "EMBEDDED_WORKER": False,
@@ -75,7 +82,10 @@ DOCS: dict[str, str] = {
     "SWEEP_BATCH": ("Most jobs one sweep call touches. On SQLite also at most what its statements can list: "
                     "495 jobs where SQLite binds 999 parameters a statement (before 3.32), 16,379 at its default since."),
     "SHUTDOWN_GRACE_MS": "On SIGTERM, how long running jobs may finish before they are released.",
-    "NOTIFY": "PostgreSQL: wake idle workers with LISTEN/NOTIFY (False = poll only, e.g. PgBouncer).",
+    "NOTIFY": (
+        "PostgreSQL: wake idle workers with LISTEN/NOTIFY (False = poll only, e.g. PgBouncer). Behind POOLER = "
+        "'transaction' workers poll whatever this says (LISTEN needs a session), and enqueues still send NOTIFY."
+    ),
     "NOTIFY_CHANNEL": "PostgreSQL channel used for wake-ups.",
     "PREPARED_STATEMENTS": (
         "PostgreSQL with psycopg 3: prepare the hot statements (claim, ack, one-job enqueue) once per connection instead of "
@@ -85,7 +95,31 @@ DOCS: dict[str, str] = {
         "hands a session to other clients between transactions, so session settings would leak to them and prepared "
         "statements may be lost."
     ),
-    "RECONNECT_MAX_MS": "Longest wait between reconnect attempts after a database error.",
+    "POOLER": (
+        "What this process's connections to the store go through: None (PostgreSQL itself, or a pooler in session "
+        "mode; 'session' says the same), or 'transaction' (a pooler that hands the session to other clients between "
+        "transactions, e.g. PgBouncer's pool_mode = transaction). With 'transaction' a worker never LISTENs (it polls) "
+        "and PREPARED_STATEMENTS is off (True is refused, boson.E011): no client can tell it is behind one "
+        "(see docs/workers.md)."
+    ),
+    "RECONNECT_MAX_MS": (
+        "Longest wait between reconnect attempts after a database error (also at most a quarter of the time left on "
+        "the shortest lease the worker holds)."
+    ),
+    "CONNECTION_OPTIONS": (
+        "PostgreSQL: libpq parameters every connection a worker opens gets (connect timeout in seconds, TCP keepalives, "
+        "tcp_user_timeout in ms), merged under the database's OPTIONS, whose own values win. A key given here replaces "
+        "its default; None leaves it out (docs/workers.md)."
+    ),
+    "STORE_TIMEOUTS": (
+        "PostgreSQL: statement_timeout, lock_timeout and idle_in_transaction_session_timeout (ms, 0 = none) of the "
+        "store's own statements on a worker's connections; never of a handler's queries. A key given here replaces its "
+        "default; None leaves it out (docs/workers.md)."
+    ),
+    "REPLY_TIMEOUT_MS": (
+        "PostgreSQL: how long a worker waits for the database to answer before it treats the connection as dead and "
+        "reconnects; also at most half the time left on its shortest lease (0 = no limit but that)."
+    ),
     "LOG_CAPTURE_LEVEL": "Lowest logging level captured into a job's attempt record.",
     "GC_THRESHOLD": (
         "The garbage collector's first-generation threshold while a worker runs in the process (Python's default is "
@@ -101,6 +135,11 @@ DOCS: dict[str, str] = {
         "(docs/tasks.md#policy-by-module-prefix)."
     ),
 }
+
+#: ``POOLER``'s values; ``TRANSACTION_POOLER`` hands the session to other clients between
+#: transactions, so nothing may be kept in it (LISTEN, prepared statements, SET).
+POOLERS = (None, "session", "transaction")
+TRANSACTION_POOLER = "transaction"
 
 #: A sweep's duty lease lasts this many sweep intervals (and at least a second), so a
 #: holder that is late for one renewal keeps its duty.
@@ -135,7 +174,11 @@ RULES: dict[str, tuple[type | tuple[type, ...], int | None]] = {
     "NOTIFY": (bool, None),
     "NOTIFY_CHANNEL": (str, None),
     "PREPARED_STATEMENTS": (bool, None),
+    "POOLER": ((str, type(None)), None),
     "RECONNECT_MAX_MS": (int, 1),
+    "CONNECTION_OPTIONS": (dict, None),
+    "STORE_TIMEOUTS": (dict, None),
+    "REPLY_TIMEOUT_MS": (int, 0),
     "LOG_CAPTURE_LEVEL": (int, 0),
     "GC_THRESHOLD": (int, 0),
     "EMBEDDED_WORKER": (bool, None),
@@ -167,7 +210,11 @@ class Settings:
     NOTIFY: bool
     NOTIFY_CHANNEL: str
     PREPARED_STATEMENTS: bool
+    POOLER: str | None
     RECONNECT_MAX_MS: int
+    CONNECTION_OPTIONS: dict[str, Any]
+    STORE_TIMEOUTS: dict[str, Any]
+    REPLY_TIMEOUT_MS: int
     LOG_CAPTURE_LEVEL: int
     GC_THRESHOLD: int
     EMBEDDED_WORKER: bool
@@ -192,6 +239,8 @@ def get() -> Settings:
     if cached is not None and cached[0] is raw:
         return cached[1]
     merged = {**DEFAULTS, **{k: v for k, v in user_settings().items() if k in DEFAULTS}}
+    if merged["POOLER"] == TRANSACTION_POOLER:
+        merged["PREPARED_STATEMENTS"] = False  # even if set: boson.E011 refuses that at start-up
     fresh = Settings(**merged)
     _cached = (raw, fresh)
     return fresh

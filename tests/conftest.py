@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from datetime import datetime, timedelta, timezone
 
 import pytest
 from django.db import connection
 
 from boson_django import clock
+from tests import databases
 
 EPOCH = datetime(2030, 1, 1, tzinfo=timezone.utc)
 
@@ -20,6 +22,37 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "postgres" in item.keywords and not on_postgres:
             item.add_marker(skip)
+
+
+@pytest.hookimpl(trylast=True)  # after pytest's own teardown of what is left (an -x or Ctrl-C run)
+def pytest_sessionfinish(session, exitstatus):
+    """On PostgreSQL, a run that leaves one of its databases behind fails, naming it; the
+    database is dropped. Only this run's names count (tests/databases.py): other runs'
+    databases on a shared server are neither reported nor touched."""
+    from django.conf import settings
+
+    if not settings.configured or not settings.DATABASES["default"]["ENGINE"].endswith("postgresql"):
+        return
+    import psycopg
+
+    try:
+        left = databases.left_behind(keep_test_database=bool(session.config.getoption("reuse_db", False)))
+    except psycopg.OperationalError as error:  # the server is gone: the run has failed already, loudly
+        _say(session, f"could not check for databases left behind: {error}")
+        return
+    if left:
+        databases.drop(*left)
+        _say(session, f"FAILED: the run left PostgreSQL databases behind (dropped now): {', '.join(left)}")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _say(session, line: str) -> None:
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.ensure_newline()
+        reporter.write_line(line, red=True)
+    else:
+        print(line, file=sys.stderr)
 
 
 def pytest_report_header(config):

@@ -5,6 +5,8 @@ import tempfile
 
 import django
 
+from tests.databases import PREFIX
+
 DB = os.environ.get("BOSON_TEST_DB", "sqlite")
 SECRET_KEY = "tests-only-not-secret"
 USE_TZ = True
@@ -36,7 +38,7 @@ if DB == "postgres":
             "USER": os.environ.get("BOSON_PG_USER", "postgres"),
             "HOST": os.environ.get("BOSON_PG_HOST", "127.0.0.1"),
             "PORT": os.environ.get("BOSON_PG_PORT", "5432"),
-            "TEST": {"NAME": os.environ.get("BOSON_PG_TEST_NAME", "test_boson")},
+            "TEST": {"NAME": PREFIX},  # BOSON_PG_TEST_NAME; see tests/databases.py
         }
     }
 else:

@@ -16,6 +16,7 @@ from django.test import override_settings
 from boson_django import services
 from boson_django.errors import StoreError, StoreNotMigrated
 from boson_django.services import migrated
+from tests import databases
 from tests.testapp.tasks import add, report_for
 
 EMPTY = "empty"
@@ -33,13 +34,14 @@ def empty_database(django_db_setup, django_db_blocker, tmp_path_factory):
         if default.vendor != "postgresql":
             yield {"ENGINE": "django.db.backends.sqlite3", "NAME": str(tmp_path_factory.mktemp("empty") / "empty.sqlite3")}
             return
-        name = f"{default.settings_dict['NAME']}_empty"
+        name = databases.name("empty")
         with default._nodb_cursor() as cursor:
             cursor.execute(f'DROP DATABASE IF EXISTS "{name}"')
             cursor.execute(f'CREATE DATABASE "{name}"')
-        yield {**connections.settings["default"], "NAME": name, "TEST": {}}
-        with default._nodb_cursor() as cursor:
-            cursor.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        try:
+            yield {**connections.settings["default"], "NAME": name, "TEST": {}}
+        finally:
+            databases.drop(name)
 
 
 @pytest.fixture

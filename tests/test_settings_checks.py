@@ -82,6 +82,8 @@ BAD_VALUES = [
     ("DATABASE", 1, "must be str"),
     ("DATABASE", "nope", "names no database"),
     ("SQLITE_BUSY_RETRIES", -1, ">= 0"),
+    ("POOLER", "pgbouncer", "must be None, 'session' or 'transaction', got 'pgbouncer'"),
+    ("POOLER", True, "must be str or None"),
     # past these an enqueue (32-bit counts), the worker's start (gc.set_threshold takes a C
     # int) or every sweep (a duty lease of three intervals) failed, naming no setting
     ("MAX_ATTEMPTS", 2**31, "<= 2147483647 (the store's 32-bit counts)"),

@@ -20,6 +20,8 @@ from typing import Any, ParamSpec, TypeVar
 
 from django.db import OperationalError, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.backends.signals import connection_created
+from django.dispatch import receiver
 from django.utils.dateparse import parse_datetime
 
 from boson_django import conf
@@ -192,7 +194,7 @@ def one_statement(
                 return _in_callers_transaction(raw, cursor, sql, params, planner)
             if raw.autocommit and not planner:  # autocommit: its own transaction already
                 return _on_cursor(cursor, sql, params) if on_libpq else _alone(connection, cursor, sql, params)
-            return _with_settings(raw, cursor, sql, params, planner)
+            return _with_settings(raw, cursor, sql, params, [*planner, *_local_timeouts(connection)])
     finally:
         raw.prepare_threshold = threshold
 
@@ -223,20 +225,50 @@ def _statement_cursor(connection: BaseDatabaseWrapper, raw: Any) -> Any:
     return cursor
 
 
-def dedicate(connection: BaseDatabaseWrapper) -> None:
+def dedicate(connection: BaseDatabaseWrapper, timeouts: Sequence[str] = ()) -> None:
     """Mark ``connection`` (the calling thread's wrapper of an alias) as running only this
     app's statements, as the worker loop's does: :func:`one_statement` may then give it
     its planner settings for the whole session, once per connection, and run each
     statement alone -- one round trip instead of three (``BEGIN`` + ``SET LOCAL``, the
     statement, ``COMMIT``). Not with ``PREPARED_STATEMENTS`` off: that setting says a
-    pooler in transaction mode may hand the session to other clients."""
+    pooler in transaction mode may hand the session to other clients.
+
+    ``timeouts`` (``"statement_timeout = 30000"``...) bound every statement it runs: for
+    the session of each database connection it opens, or, with ``PREPARED_STATEMENTS``
+    off, with ``SET LOCAL`` in each transaction the store opens on it."""
     connection.boson_dedicated = True  # type: ignore[attr-defined]
+    connection.boson_timeouts = tuple(timeouts) if is_postgres(connection) else ()  # type: ignore[attr-defined]
+    if connection.connection is not None:
+        _session_timeouts(connection)
+
+
+def _session_timeouts(connection: BaseDatabaseWrapper) -> None:
+    """The dedicated connection's timeouts, for its current session (direct connections only)."""
+    timeouts = getattr(connection, "boson_timeouts", ())
+    if timeouts and conf.get().PREPARED_STATEMENTS and connection.connection is not None:
+        _session_settings(connection, timeouts)
+
+
+def _local_timeouts(connection: BaseDatabaseWrapper) -> Sequence[str]:
+    """The timeouts a transaction of a dedicated connection sets with ``SET LOCAL`` (those
+    behind a pooler in transaction mode, where its session is not its own)."""
+    if conf.get().PREPARED_STATEMENTS:
+        return ()
+    return getattr(connection, "boson_timeouts", ())
+
+
+@receiver(connection_created, dispatch_uid="boson_django.services._db.session_timeouts")
+def _on_connected(sender: Any, connection: BaseDatabaseWrapper, **kwargs: Any) -> None:
+    if getattr(connection, "boson_dedicated", False):
+        _session_timeouts(connection)
 
 
 def undedicate(connection: BaseDatabaseWrapper) -> None:
-    """Give ``connection`` back: the session settings :func:`one_statement` gave it are
-    reset (the thread that ran the worker may run other code on it next)."""
+    """Give ``connection`` back: the session settings :func:`one_statement` and
+    :func:`dedicate` gave it are reset (the thread that ran the worker may run other code
+    on it next)."""
     connection.boson_dedicated = False  # type: ignore[attr-defined]
+    connection.boson_timeouts = ()  # type: ignore[attr-defined]
     applied = getattr(connection, "boson_session_settings", None)
     connection.boson_session_settings = None  # type: ignore[attr-defined]
     if applied is None or not applied[1] or applied[0] is not connection.connection or applied[0].closed:
@@ -430,6 +462,9 @@ def store_transaction(fn: Callable[P, R]) -> Callable[P, R]:
         for attempt in range(retries + 1):
             try:
                 with _immediate(connection), transaction.atomic(using=db):
+                    if owns and (local := _local_timeouts(connection)):
+                        with connection.cursor() as cursor:
+                            cursor.execute("".join(f"SET LOCAL {setting}; " for setting in local))
                     return fn(*args, **kwargs)
             except OperationalError as exc:
                 if attempt >= retries or not _is_lock_error(exc):

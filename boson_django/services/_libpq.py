@@ -25,12 +25,19 @@ deallocated in a transaction could not be run again (the failure aborts the
 transaction); on its own it simply is (prepared again, under a new name). Nor would
 psycopg have sent the ``BEGIN`` (with its isolation level) of a transaction Django's
 ``atomic`` opened and that has yet to run its first statement.
+
+This reaches into psycopg below its documented API (its ``Transformer``, the libpq
+wrapper's results, ``errors.error_from_result``). Each new database session first runs a
+probe through all of it; if psycopg has changed (an attribute gone, a signature changed),
+the fast path is given up for the rest of the process, with one warning, and every
+statement runs through the cursor: slower, never wrong, and the worker loop goes on.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import logging
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -39,6 +46,15 @@ from typing import Any
 #: rollback) or its plan no longer fits the tables (a migration changed a column the
 #: statement returns): prepared again under a new name.
 _GONE = {b"26000", b"0A000"}
+
+log = logging.getLogger("boson_django")
+
+#: Why the fast path was given up in this process (None: it is in use).
+_given_up: str | None = None
+
+#: The probe each new session runs before its first statement (as libpq's unnamed
+#: statement: nothing of it stays prepared).
+_PROBE = b"SELECT $1::int AS boson_probe"
 
 
 class _Session:
@@ -60,6 +76,8 @@ def run(connection: Any, cursor: Any, sql: str, params: Sequence[Any]) -> list[d
     """Run ``sql`` (``%s`` placeholders) prepared, with ``params``; its rows as dicts, or
     None when a parameter or the statement has no plain text form (run it on ``cursor``).
     The statement is its own transaction: None when the connection is in one."""
+    if _given_up is not None:
+        return None
     raw = connection.connection
     if not (raw.autocommit and _idle(raw)):
         return None  # in a transaction: see the module's docstring
@@ -68,6 +86,8 @@ def run(connection: Any, cursor: Any, sql: str, params: Sequence[Any]) -> list[d
     if statement is None or values is None:
         return None
     session = _session(connection, raw, cursor)
+    if session is None:
+        return None
     result = _execute(session, statement, values)
     if _failed(result) and _sqlstate(result) in _GONE and _idle(raw):
         session.prepared.clear()
@@ -99,12 +119,64 @@ def _rows(session: _Session, result: Any, stem: bytes) -> list[dict[str, Any]]:
     return rows
 
 
-def _session(connection: Any, raw: Any, cursor: Any) -> _Session:
+def _session(connection: Any, raw: Any, cursor: Any) -> _Session | None:
+    """This database session's state, probed when new (None: the fast path is given up)."""
     session: _Session | None = getattr(connection, "boson_libpq_session", None)
     if session is None or session.pgconn is not raw.pgconn:
-        session = _Session(raw.pgconn, cursor)
+        session = _probed(raw, cursor)
         connection.boson_libpq_session = session
     return session
+
+
+def _probed(raw: Any, cursor: Any) -> _Session | None:
+    """A new session once the probe has run through every psycopg internal the fast path
+    uses; None, the fast path given up for good, if one of them has changed. A database
+    error (the connection lost, say) is raised as the cursor would raise it."""
+    import psycopg
+
+    try:
+        session = _Session(raw.pgconn, cursor)
+        _pq(), errors_api()  # the error path's names, which a successful probe does not reach
+        result = session.pgconn.prepare(b"", _PROBE)
+        if not _failed(result):
+            result = session.pgconn.exec_prepared(b"", [b"1"])
+        if _failed(result):
+            raise _error(result, raw)
+        rows = _rows(session, result, b"")
+        session.columns.clear()
+        if rows != [{"boson_probe": 1}]:
+            raise ValueError(f"the probe read {rows!r} instead of [{{'boson_probe': 1}}]")
+    except psycopg.Error:
+        raise
+    except Exception as exc:  # noqa: BLE001 -- psycopg's internals changed: the cursor's way from now on
+        give_up(exc)
+        return None
+    return session
+
+
+def give_up(exc: BaseException) -> None:
+    """Run every statement through psycopg's cursor from now on in this process, saying
+    why once."""
+    global _given_up
+    if _given_up is None:
+        _given_up = f"{type(exc).__name__}: {exc}"
+        log.warning("boson: the hot statements' fast path on libpq does not work with this psycopg (%s, %s); "
+                    "they run through psycopg's cursor from now on (correct, a little slower)",
+                    _psycopg_version(), _given_up)
+
+
+def _psycopg_version() -> str:
+    import psycopg
+
+    return f"psycopg {getattr(psycopg, '__version__', '?')}"
+
+
+def errors_api() -> tuple[Any, Any]:
+    """What the error path calls: ``errors.error_from_result`` and the SQLSTATE field."""
+    from psycopg import errors
+    from psycopg.pq import DiagnosticField
+
+    return errors.error_from_result, DiagnosticField.SQLSTATE
 
 
 @functools.lru_cache(maxsize=64)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -40,9 +41,26 @@ def open_runs(jobs: Iterable[Mapping[str, Any]], worker_id: str, now: datetime, 
             )
 
 
+def dropped_marker(count: int) -> str:
+    """The line that stands for ``count`` log lines left out before the ones kept."""
+    return f"[{count} earlier log lines dropped]"
+
+
+def split_dropped(lines: list[str]) -> tuple[int, list[str]]:
+    """How many lines a leading :func:`dropped_marker` says were left out, and the rest."""
+    if lines and (found := _MARKER.fullmatch(lines[0])):
+        return int(found.group(1)), lines[1:]
+    return 0, lines
+
+
+_MARKER = re.compile(r"\[(\d+) earlier log lines dropped\]")
+
+
 def bounded_logs(logs: Sequence[Any]) -> list[str]:
-    """Keep the last lines within the size bounds, saying how many were dropped."""
-    lines = [storable_text(str(line)) for line in logs]
+    """Keep the last lines within the size bounds, saying how many were dropped in all:
+    those this leaves out, and those a leading marker says were left out before (a
+    worker's capture keeps only the newest lines of a chatty handler)."""
+    earlier, lines = split_dropped([storable_text(str(line)) for line in logs])
     kept: list[str] = []
     total = 0
     for line in reversed(lines[-MAX_LOG_LINES:]):
@@ -51,8 +69,8 @@ def bounded_logs(logs: Sequence[Any]) -> list[str]:
             break
         kept.append(line)
     kept.reverse()
-    dropped = len(lines) - len(kept)
-    return ([f"[{dropped} earlier log lines dropped]"] if dropped else []) + kept
+    dropped = earlier + len(lines) - len(kept)
+    return ([dropped_marker(dropped)] if dropped else []) + kept
 
 
 def close_run(

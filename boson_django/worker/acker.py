@@ -20,7 +20,6 @@ re-raised in the loop.
 
 from __future__ import annotations
 
-import logging
 import queue
 import threading
 from collections.abc import Callable, Sequence
@@ -28,11 +27,12 @@ from collections.abc import Callable, Sequence
 from django.db import DatabaseError, InterfaceError, connections
 
 from boson_django.services import _db
+from boson_django.worker import network
 from boson_django.worker.attempt import Attempt
 from boson_django.worker.completer import complete
 from boson_django.worker.outcomes import Finish
-
-log = logging.getLogger("boson_django.worker")
+from boson_django.worker.reconnect import Reconnect
+from boson_django.worker.watchdog import Watch, Watchdog
 
 Batch = Sequence[tuple[Attempt, Finish]]
 
@@ -40,10 +40,17 @@ Batch = Sequence[tuple[Attempt, Finish]]
 class Acker:
     def __init__(
         self, using: str, *, inline: bool, take: Callable[[], Batch], pending: Callable[[], bool],
-        on_flushed: Callable[[], None] | None = None,
+        on_flushed: Callable[[], None] | None = None, watchdog: Watchdog | None = None,
+        reply_s: Callable[[], float | None] = lambda: None, reconnect: Reconnect | None = None,
     ):
         """``take`` hands over the attempts to ack now (marked ``acking``), ``pending``
-        says whether any finished since; ``on_flushed`` runs after each threaded flush."""
+        says whether any finished since; ``on_flushed`` runs after each threaded flush.
+        The thread's connection gets the worker's options and timeouts; ``watchdog``
+        breaks it when a flush waits longer than ``reply_s()``."""
+        self._watchdog, self._reply_s = watchdog, reply_s
+        #: Logs a failed flush in one line, with the outage's one traceback if it is the first.
+        self._reconnect = reconnect or Reconnect(0)
+        self._watch: Watch | None = None
         self.using = using
         self.inline = inline
         self._take = take
@@ -91,7 +98,7 @@ class Acker:
             self._hand_back(batch)
             if not isinstance(error, (DatabaseError, InterfaceError)):
                 raise error
-            log.warning("boson: flushing %d acks failed; they are retried", len(batch), exc_info=error)
+            self._reconnect.report(f"flushing {len(batch)} acks failed; they are retried", error)
 
     def handed_back(self) -> list[Attempt]:
         """The attempts of flushes that failed, unsettled, since the last call: the loop
@@ -122,7 +129,11 @@ class Acker:
         self._done.put((batch, None))
 
     def _serve(self) -> None:
-        _db.dedicate(connections[self.using])  # this thread's connection runs only the flushes
+        connection = connections[self.using]
+        network.harden(connection)
+        _db.dedicate(connection, network.store_timeouts())  # this thread's connection runs only the flushes
+        if self._watchdog is not None:
+            self._watch = self._watchdog.watch(connection)
         while self._wake.get():
             try:
                 self._flush_until_done()
@@ -156,7 +167,11 @@ class Acker:
 
     def _flush(self, batch: Batch) -> BaseException | None:
         try:
-            complete(batch, self.using)
+            if self._watch is None:
+                complete(batch, self.using)
+            else:
+                with self._watch.armed(self._reply_s()):
+                    complete(batch, self.using)
         except (DatabaseError, InterfaceError) as exc:
             _db.close_quietly(self.using)
             return exc

@@ -49,6 +49,10 @@ class Attempt:
     #: This process's monotonic clock when the attempt was made, right after its
     #: admission: a captured log line's store time is ``admitted_at`` plus the time since.
     admitted_mono: float = field(default_factory=time.monotonic)
+    #: This process's monotonic clock when the lease was last set, at the latest: just
+    #: before the claim, or the last renewal, was sent. The lease lasts ``lease_ms`` from
+    #: then at least -- what a worker that cannot ask the store's clock goes by.
+    lease_mono: float = field(default_factory=time.monotonic)
     #: What the attempt really cost its rate class (``context.report_weight``): the ack
     #: corrects the admission's charge with it. None: the estimate was exact.
     actual_weight: float | None = None
@@ -64,6 +68,10 @@ class Attempt:
     @property
     def lease_ms(self) -> int:
         return int(self.unit.envelope.lease_ms or 0)
+
+    def lease_left_s(self, now_mono: float) -> float:
+        """Seconds left on the lease at least, by this process's monotonic clock."""
+        return self.lease_mono + self.lease_ms / 1000 - now_mono
 
     @property
     def admitted_at(self) -> datetime:

@@ -25,6 +25,7 @@ from boson_django.services import _db
 from boson_django.states import Outcome
 from boson_django.worker import discarding
 from boson_django.worker.attempt import Attempt
+from boson_django.worker.logtext import one_line
 from boson_django.worker.outcomes import Finish, error_text, refused_result, unstorable
 
 log = logging.getLogger("boson_django.worker")
@@ -107,7 +108,7 @@ def log_outcome(attempt: Attempt, finish: Finish, state: str | None) -> None:
     """One line per stored outcome: a warning with the error's first line for a failure."""
     if finish.error and finish.outcome in (Outcome.RETRY, Outcome.UNDECODABLE, Outcome.DISCARD):
         log.warning("boson: job %s (%s) -> %s: %s", attempt.job_id, attempt.unit.envelope.task,
-                    state or "deleted", finish.error.split("\n", 1)[0])
+                    state or "deleted", one_line(finish.error.split("\n", 1)[0]))
     elif log.isEnabledFor(logging.INFO):  # the success line is hot: skip building it when unseen
         log.info("boson: job %s (%s) -> %s", attempt.job_id, attempt.unit.envelope.task, state or "deleted")
 

@@ -33,7 +33,7 @@ from boson_django import registry, taskresults, tracing
 from boson_django.compat import task_started
 from boson_django.services.jobrows import UNREADABLE
 from boson_django.states import Outcome
-from boson_django.worker import logcapture
+from boson_django.worker import logcapture, network
 from boson_django.worker.attempt import Attempt
 from boson_django.worker.context import BosonContext
 from boson_django.worker.outcomes import Control, Finish, TransactionLeftOpen, failure, undecodable, unstorable
@@ -191,6 +191,7 @@ def end_connections() -> list[str]:
             except Exception:  # noqa: BLE001 -- it is discarded either way
                 pass
             del connections[connection.alias]
+            network.harden(connections[connection.alias])
     close_old_connections()
     return left_open
 
@@ -279,6 +280,7 @@ class DaemonPool:
         self.calls.put((fn, future))
 
     def _serve(self) -> None:
+        network.harden_all()  # the connections handlers open here: a connect timeout, keepalives
         while (item := self.calls.get()) is not None:
             self._call(*item)
             item = None  # a thread waiting for its next call keeps nothing of the last job

@@ -31,9 +31,14 @@ class Heartbeat:
         self.using = using
         self.last = time.monotonic()
         self.lengths: Counter[int] = Counter()
+        #: When the last beat that renewed every lease held was sent (or the first lease
+        #: held since none was): the leases held last that long from it at least.
+        self.renewed_mono = self.last
 
     def hold(self, attempt: Attempt) -> None:
         if lease_ms := attempt.lease_ms:
+            if not self.lengths:
+                self.renewed_mono = attempt.lease_mono
             self.lengths[lease_ms] += 1
 
     def drop(self, attempt: Attempt) -> None:
@@ -52,6 +57,12 @@ class Heartbeat:
         any thread: the loop only reads ``last``."""
         self.last = float("-inf")
 
+    def lease_left_s(self) -> float | None:
+        """About the least time left on a lease held, by this process's clock (None: none
+        held), from the last full beat and the shortest lease: no walk over the attempts."""
+        shortest = min(self.lengths, default=None)
+        return None if shortest is None else self.renewed_mono + shortest / 1000 - time.monotonic()
+
     def seconds_left(self) -> float:
         return max(self.last + self.interval_s() - time.monotonic(), 0.0)
 
@@ -68,9 +79,14 @@ class Heartbeat:
         for attempt in held:
             groups[attempt.lease_ms].append(attempt)
         lost: list[Attempt] = []
+        first = time.monotonic()
         for lease_ms, group in groups.items():
+            sent = time.monotonic()
             gone = Counter(services.renew([a.lease for a in group], lease_ms, using=self.using))
+            for attempt in group:
+                attempt.lease_mono = sent  # the lost ones are settled: their time no longer counts
             lost += [a for job_id, times in gone.items() for a in _oldest(group, job_id, times)]
+        self.renewed_mono = first
         for attempt in lost:
             log.warning("boson: lease of job %s was lost (expired, reclaimed or cancelled); asking its handler to stop",
                         attempt.job_id)

@@ -27,7 +27,7 @@ from contextvars import ContextVar
 from datetime import timedelta, timezone
 from typing import Any
 
-from boson_django.services.history import MAX_LOG_LINES
+from boson_django.services.history import MAX_LOG_LINES, dropped_marker
 
 MAX_LINE_CHARS = 4_000
 
@@ -67,7 +67,7 @@ class Buffer:
             return []
         kept = list(self.lines)
         dropped = self.seen - len(kept)
-        return ([f"[{dropped} earlier log lines dropped]"] if dropped else []) + kept
+        return ([dropped_marker(dropped)] if dropped else []) + kept
 
 
 _current: ContextVar[Buffer | None] = ContextVar("boson_log_buffer", default=None)

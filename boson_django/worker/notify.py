@@ -20,6 +20,9 @@ from django.db import connections
 
 from boson_django import conf
 from boson_django.services.wakeups import ANY_QUEUE, lease_channel
+from boson_django.worker import network
+from boson_django.worker.reconnect import Reconnect
+from boson_django.worker.watchdog import break_connection
 from boson_django.worker.shutdown import SignalSafeEvent
 
 log = logging.getLogger("boson_django.worker")
@@ -69,7 +72,9 @@ class Listener:
         self.lease_channel = lease_channel(self.channel)
         self.worker_id = worker_id
         self.on_revoked = on_revoked
-        self.params = connect_params(connections[using].settings_dict)
+        self.params = connect_params(network.with_options(connections[using].settings_dict))
+        self._conn: Any = None
+        self._dropped = False  # by ``reconnect``: not a failure to report
         self.connected = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="boson-listen", daemon=True)
@@ -81,31 +86,42 @@ class Listener:
         self._stop.set()
         self._thread.join(timeout=2)
 
+    def reconnect(self) -> None:
+        """Drop the connection and listen on a new one: after an outage, the old one may
+        be half-open (no error ever comes from a connection nothing is sent on)."""
+        conn = self._conn
+        if conn is not None:
+            self._dropped = True
+            break_connection(conn)
+
     def wanted(self, payload: str) -> bool:
         return not self.queues or payload == ANY_QUEUE or payload in self.queues
 
     def _run(self) -> None:
-        delay = 0.1
+        reconnect = Reconnect(conf.get().RECONNECT_MAX_MS, what="LISTEN connection",  # the loop logs the traceback
+                              failure="LISTEN connection failed (polling meanwhile)", tracebacks=False)
         while not self._stop.is_set():
             try:
-                self._listen()
-                delay = 0.1
-            except Exception:  # noqa: BLE001 -- polling covers us while we reconnect
+                self._listen(reconnect)
+            except Exception as exc:  # noqa: BLE001 -- polling covers us while we reconnect
                 self.connected.clear()
-                log.warning("boson: LISTEN connection failed; polling until it is back", exc_info=True)
-                self._stop.wait(delay)
-                delay = min(delay * 2, conf.get().RECONNECT_MAX_MS / 1000)
+                if self._dropped:
+                    self._dropped = False
+                    continue
+                self._stop.wait(reconnect.failed(exc))
 
-    def _listen(self) -> None:
+    def _listen(self, reconnect: Reconnect) -> None:
         import psycopg
         from psycopg import sql
 
         with psycopg.connect(**self.params, autocommit=True) as conn:
+            self._conn = conn
             conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
             if self.on_revoked is not None:
                 conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.lease_channel)))
                 self.on_revoked()  # a lease revoked while we were not listening
             self.connected.set()
+            reconnect.back()
             self.waker.set()  # anything enqueued while we were not listening
             while not self._stop.is_set():
                 for note in conn.notifies(timeout=0.5):

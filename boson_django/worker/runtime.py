@@ -6,8 +6,10 @@ their own short ones through their context). Admission asks only for as many job
 there are free slots, so a worker never holds a lease it cannot start. The loop sleeps
 on a :class:`~boson_django.worker.notify.Waker` that a finished job, a NOTIFY, a signal
 or the poll interval sets -- it never spins. A database error closes the connection and
-backs off (capped by ``RECONNECT_MAX_MS``); leases keep being renewed once it is back,
-and a lease that lapsed meanwhile is reclaimed by a sweep, so no job is ever lost.
+backs off (:mod:`.reconnect`: capped by ``RECONNECT_MAX_MS`` and by the time left on the
+leases held); the first tick that reaches the store again renews every lease before
+anything else, and a lease that lapsed meanwhile is reclaimed by a sweep, so no job is
+ever lost.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from boson_django import clock, conf, services
 from boson_django.errors import LeaseRejected
 from boson_django.services import _db, wakeups
 from boson_django.services.types import LeaseRef
-from boson_django.worker import gctuning, logcapture
+from boson_django.worker import gctuning, logcapture, network
 from boson_django.worker.acker import Acker
 from boson_django.worker.attempt import Attempt
 from boson_django.states import Outcome
@@ -38,8 +40,10 @@ from boson_django.worker.executor import Executor, Known, finish_of
 from boson_django.worker.heartbeat import Heartbeat
 from boson_django.worker.notify import Listener, Waker
 from boson_django.worker.outcomes import Finish, TaskTimeout
+from boson_django.worker.reconnect import Reconnect
 from boson_django.worker.shutdown import Shutdown
 from boson_django.worker.sweeper import Sweeper
+from boson_django.worker.watchdog import Watch, Watchdog
 
 log = logging.getLogger("boson_django.worker")
 
@@ -79,21 +83,6 @@ class WorkerOptions:
     handle_signals: bool = True
 
 
-class Backoff:
-    """Capped exponential wait between reconnect attempts."""
-
-    def __init__(self, cap_ms: int):
-        self.cap_s = cap_ms / 1000
-        self.next_s = 0.1
-
-    def take(self) -> float:
-        wait, self.next_s = self.next_s, min(self.next_s * 2, self.cap_s)
-        return min(wait, self.cap_s)
-
-    def reset(self) -> None:
-        self.next_s = 0.1
-
-
 class Worker:
     def __init__(self, options: WorkerOptions | None = None):
         o = options or WorkerOptions()
@@ -108,9 +97,15 @@ class Worker:
         self.shutdown = Shutdown(s.SHUTDOWN_GRACE_MS if o.grace_ms is None else o.grace_ms, self.waker.set)
         self.heartbeat = Heartbeat(s.HEARTBEAT_MS, self.using)
         self.sweeper = Sweeper(self.worker_id, self.using, s.SWEEP_INTERVAL_MS, s.SWEEP_BATCH, self._wake_others)
-        self.backoff = Backoff(s.RECONNECT_MAX_MS)
+        self.reconnect = Reconnect(s.RECONNECT_MAX_MS)
+        #: Breaks a connection of the loop or the ack thread whose answer is overdue
+        #: (``REPLY_TIMEOUT_MS``, half the time left on the leases, the grace when stopping).
+        self.watchdog = Watchdog(stop_at=lambda: self.shutdown.deadline)
+        self.watch: Watch | None = None
+        self.reply_s = s.REPLY_TIMEOUT_MS / 1000 or None
         self.acker = Acker(self.using, inline=connections[self.using].vendor != "postgresql",
-                           take=self._take_for_flush, pending=lambda: bool(self.finished), on_flushed=self.waker.set)
+                           take=self._take_for_flush, pending=lambda: bool(self.finished), on_flushed=self.waker.set,
+                           watchdog=self.watchdog, reply_s=self._reply_s, reconnect=self.reconnect)
         #: A small worker admits all its free slots at once, so its claims and its flushes
         #: would take turns: it claims into slots whose acks are in flight (``_admit``). A
         #: large one admits a quarter of its slots at a time and overlaps them already
@@ -160,7 +155,7 @@ class Worker:
         if self.options.handle_signals:
             self.shutdown.install()
         logcapture.install(conf.get().LOG_CAPTURE_LEVEL)
-        _db.dedicate(connections[self.using])  # the loop's connection runs only the worker's statements
+        self.watch = self._own_connection()
         if self._use_notify():
             self.listener = Listener(self.waker, self.using, self.options.queues, worker_id=self.worker_id,
                                      on_revoked=self._renew_now)
@@ -174,17 +169,56 @@ class Worker:
         self._forget_waker = wakeups.wake_here(self.options.queues, self.waker.set, self.worker_id, self._renew_now)
         return executor
 
+    def _own_connection(self) -> Watch:
+        """The loop's connection: the worker's connection options (opened again if it is
+        open without them), the store's timeouts, watched; it runs only the worker's
+        statements (``_db.dedicate``)."""
+        connection = connections[self.using]
+        network.harden(connection)
+        if connection.connection is not None and not connection.in_atomic_block:
+            connection.close()
+        _db.dedicate(connection, network.store_timeouts())
+        return self.watchdog.watch(connection)
+
+    def _reply_s(self) -> float | None:
+        """How long the store may take to answer the loop's next calls: ``REPLY_TIMEOUT_MS``,
+        and at most half the time left on the leases held (at least half a second): a
+        renewal that goes unanswered is tried again on a new connection in time."""
+        left = self.heartbeat.lease_left_s()
+        if left is None:
+            return self.reply_s
+        return min(self.reply_s or float("inf"), max(left / 2, 0.5))
+
+    def _wait(self, seconds: float) -> None:
+        """Sleep on the waker; no call is in flight meanwhile, so none is watched."""
+        if self.watch is not None:
+            self.watch.disarm()
+        self.waker.wait(seconds)
+        if self.watch is not None:
+            self.watch.arm(self._reply_s())
+
     def _use_notify(self) -> bool:
-        wanted = conf.get().NOTIFY if self.options.notify is None else self.options.notify
-        return wanted and wakeups.enabled(self.using) and not self.options.burst
+        settings = conf.get()
+        wanted = settings.NOTIFY if self.options.notify is None else self.options.notify
+        if not (wanted and wakeups.enabled(self.using) and not self.options.burst):
+            return False
+        if settings.POOLER == conf.TRANSACTION_POOLER:
+            log.warning("boson: worker %s polls every %d ms instead of listening: LISTEN needs a session of its own, "
+                        "and BOSON['POOLER'] is 'transaction' (set BOSON['NOTIFY'] = False to say so, or connect the "
+                        "worker to PostgreSQL directly to be woken at once)", self.worker_id, round(self.poll_s * 1000))
+            return False
+        return True
 
     def _finish(self, executor: Executor) -> None:
-        for step in (self._forget_waker, self._stop_acker, self.sweeper.release, executor.shutdown, logcapture.uninstall,
+        if self.watch is not None:
+            self.watch.arm(self.reply_s)  # the duties' release, the session's reset: bounded
+        for step in (self._forget_waker, self._stop_acker, self._release_duties, executor.shutdown, logcapture.uninstall,
                      gctuning.restore_threshold, self._uninstall_signals, self._give_back_connection):
             try:
                 step()
             except Exception:  # noqa: BLE001 -- best effort on the way out
                 log.warning("boson: shutdown step %s failed", step.__name__, exc_info=True)
+        self.watchdog.stop()
         if self.listener is not None:
             self.listener.stop()
         log.info("boson: worker %s stopped after %d jobs", self.worker_id, self.admitted)
@@ -195,8 +229,18 @@ class Worker:
         if self.options.handle_signals:
             self.shutdown.uninstall()
 
+    def _release_duties(self) -> None:
+        """Not with the store unreachable: each try would wait out a connect timeout, and
+        the duty leases lapse on their own within three sweep intervals."""
+        if not self.reconnect.down:
+            self.sweeper.release()
+
     def _give_back_connection(self) -> None:
-        _db.undedicate(connections[self.using])
+        connection = connections[self.using]
+        if self.reconnect.down:
+            _db.close_quietly(self.using)
+        _db.undedicate(connection)
+        network.soften(connection)
 
     def _stop_acker(self) -> None:
         """The flush in flight is one statement: it gets the grace left, at least a second
@@ -206,16 +250,49 @@ class Worker:
     def _step(self, executor: Executor) -> bool:
         """One guarded tick; a database error backs off instead of ending the worker."""
         try:
-            done = self._tick(executor)
-            self.backoff.reset()
+            watch = self.watch
+            if watch is None:
+                done = self._tick(executor)
+            else:
+                watch.arm(self._reply_s())
+                try:
+                    done = self._tick(executor)
+                finally:
+                    watch.disarm()
+            if self.reconnect.traced:
+                self.reconnect.settled()
             return done
-        except (DatabaseError, InterfaceError):
-            wait = self.backoff.take()
-            log.warning("boson: database error; reconnecting in %.1fs", wait, exc_info=True)
+        except (DatabaseError, InterfaceError) as exc:
+            wait = self.reconnect.failed(exc, self._lease_left_s())
             _db.close_quietly(self.using)
             self._back_off(wait)
-            # Past the grace with the store unreachable: exit; the leases lapse and are reclaimed.
-            return self.shutdown.stopping and self.shutdown.grace_over()
+            # Past the grace: one more tick on a new connection (a connection killed while
+            # the loop slept says nothing of the store), then, with the store unreachable,
+            # exit; the leases lapse and are reclaimed.
+            if not (self.shutdown.stopping and self.shutdown.grace_over()) or self.reconnect.attempts == 1:
+                return False
+            log.warning("boson: stopping (%s) with the database unreachable: %d running jobs are left to their "
+                        "leases", ", ".join(self.shutdown.reasons), len(self._held()))
+            return True
+
+    def _lease_left_s(self) -> float | None:
+        """The least time left on a lease held, by this process's clock (None: none held)."""
+        now = time.monotonic()
+        return min((a.lease_left_s(now) for a in self.running.values() if not a.settled and a.lease_ms), default=None)
+
+    def _recover(self) -> None:
+        """The first tick after a database error: before anything else, renew every lease
+        held (the beat that failed counted as a beat: the next was a whole interval away,
+        and a lease with less than that left lapsed though the store was back in time)."""
+        connections[self.using].ensure_connection()
+        self._forget(self.acker.flushed())  # a failed flush's attempts are renewed too
+        self.finished.extend(self.acker.handed_back())
+        with self.leases_lock:
+            held = self._renewable()
+            lost = self.heartbeat.beat(held) if held else []
+        self.reconnect.back(f"{len(held) - len(lost)} leases renewed, {len(lost)} lost" if held else "no lease held")
+        if self.listener is not None:
+            self.listener.reconnect()  # its connection may be half-open: nothing on it says so
 
     def _back_off(self, seconds: float) -> None:
         """Wait out a reconnect backoff. Only a stop request cuts it short (the first, or
@@ -235,6 +312,8 @@ class Worker:
     def _tick(self, executor: Executor) -> bool:
         """Returns True when the worker is done."""
         self._keep_connection()
+        if self.reconnect.down:
+            self._recover()
         self._collect()
         self._enforce_timeouts()
         with self.leases_lock:
@@ -251,7 +330,7 @@ class Worker:
             # nothing to do, and the handlers just started wait for the GIL it holds
             # (an idle worker's wake-up: the job's handler started a tick later).
             self._wants_slot = self._borrows
-            self.waker.wait(self._sleep_s())
+            self._wait(self._sleep_s())
             self._wants_slot = False
         return False
 
@@ -361,10 +440,11 @@ class Worker:
         if free <= 0:
             return 0, 0
         gate = tuple(lendable) if free > vacant else ()
+        asked_at = time.monotonic()
         units = services.admit(self.worker_id, self.options.queues, free, using=self.using)
         known: Known = {}
         for unit in units:
-            attempt = Attempt(unit, self.worker_id, self.using)
+            attempt = Attempt(unit, self.worker_id, self.using, lease_mono=asked_at)
             self._hold(attempt)
             if vacant:
                 vacant -= 1
@@ -455,7 +535,7 @@ class Worker:
             self._collect()
             self._release([a for a in self._held() if not a.acking and not self._finished(a)])
             return True
-        self.waker.wait(min(self.shutdown.seconds_left(), self.heartbeat.seconds_left(), self.poll_s))
+        self._wait(min(self.shutdown.seconds_left(), self.heartbeat.seconds_left(), self.poll_s))
         return False
 
     def _hand_back_gated(self) -> None:

@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
+from tests import databases
+
 ROOT = Path(__file__).resolve().parents[2]
 DRIVER = ROOT / "bench" / "systems" / "boson.py"
 
@@ -27,11 +29,16 @@ def _run(*args: str, **env: str) -> dict:
     return json.loads(line.split(" ", 1)[1])
 
 
-def _pg_env() -> dict[str, str]:
-    """The driver's settings for this suite's PostgreSQL server, in a database of its own."""
+@pytest.fixture(scope="module")
+def pg_env():
+    """The driver's settings for this suite's PostgreSQL server, in a database of its own
+    (the driver makes it afresh each time), dropped once the module's tests are done."""
     pg = settings.DATABASES["default"]
-    return {"BENCH_BOSON_DB": f"{pg['TEST']['NAME']}_bench", "BENCH_PG_HOST": pg["HOST"], "BENCH_PG_USER": pg["USER"],
-            "BENCH_PG_PORT": str(pg["PORT"])}
+    name = databases.name("bench")
+    try:
+        yield {"BENCH_BOSON_DB": name, "BENCH_PG_HOST": pg["HOST"], "BENCH_PG_USER": pg["USER"], "BENCH_PG_PORT": str(pg["PORT"])}
+    finally:
+        databases.drop(name)
 
 
 def test_sqlite_drain_measures_something(tmp_path):
@@ -40,19 +47,17 @@ def test_sqlite_drain_measures_something(tmp_path):
 
 
 @pytest.mark.postgres
-def test_postgres_measurements_run():
-    env = _pg_env()
+def test_postgres_measurements_run(pg_env):
     result = _run("peers", "--n", "60", "--single", "5", "--reps", "1", "--wakeups", "2", "--window", "2",
-                  "--concurrency", "4", **env)
+                  "--concurrency", "4", **pg_env)
     assert result["bulk"][0] > 0 and result["single"][0] > 0 and result["drain"][0] > 0
     assert result["wakeup"]["p50_ms"] > 0
 
 
 @pytest.mark.postgres
-def test_the_scale_drain_starts_every_process_before_the_jobs():
-    env = _pg_env()
+def test_the_scale_drain_starts_every_process_before_the_jobs(pg_env):
     result = _run("drain", "--started", "--processes", "2", "--n", "16000", "--reps", "1", "--window", "20",
-                  "--concurrency", "4", **env)
+                  "--concurrency", "4", **pg_env)
     (drain,) = result["drain"]
     assert drain["jobs_per_s"] > 0 and drain["measured_jobs"] > 0
     # where the machine's CPU went in the middle of it: the database's processes and the
@@ -66,10 +71,9 @@ def test_the_scale_drain_starts_every_process_before_the_jobs():
 
 
 @pytest.mark.postgres
-def test_the_long_drain_measures_both_fifths():
-    env = _pg_env()
+def test_the_long_drain_measures_both_fifths(pg_env):
     # big enough that the drain outlasts the driver's 0.1 s polls (500 jobs at concurrency 8
     # sometimes all finished before its first look, and measured 0 s)
-    result = _run("long", "--long", "3000", "--reps", "1", "--concurrency", "4", **env)
+    result = _run("long", "--long", "3000", "--reps", "1", "--concurrency", "4", **pg_env)
     (long,) = result["long_drain"]
     assert long["first_fifth"] > 0 and long["last_fifth"] > 0 and long["seconds"] > 0

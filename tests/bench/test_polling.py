@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
+from tests import databases
+
 COMMON = Path(__file__).resolve().parents[2] / "bench" / "common.py"
 
 
@@ -27,7 +29,7 @@ def _common(monkeypatch):
 @pytest.mark.postgres
 def test_polls_share_one_connection_and_survive_the_database_being_made_again(monkeypatch):
     common = _common(monkeypatch)
-    name = f"{settings.DATABASES['default']['TEST']['NAME']}_poll"
+    name = databases.name("poll")
     common.fresh_database(name)
     try:
         pids = {common.scalar(name, "SELECT pg_backend_pid()") for _ in range(5)}
@@ -38,9 +40,6 @@ def test_polls_share_one_connection_and_survive_the_database_being_made_again(mo
         assert after not in pids
         assert common.scalar(name, "SELECT 41 + 1") == 42
     finally:
-        import psycopg
-
         for conn in common._SCALAR_CONNECTIONS.values():
             conn.close()
-        with psycopg.connect(dbname="postgres", autocommit=True, **common.PG) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        databases.drop(name)

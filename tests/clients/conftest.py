@@ -28,12 +28,11 @@ def require(distribution: str) -> None:
 def site_pair(make: Callable, name: str, tmp_path) -> Iterator[tuple[sites.Site, sites.Site]]:
     """Boson's copy and the immediate backend's copy of a site, migrated, on the store this
     run uses (``BOSON_TEST_DB``); PostgreSQL databases are named after
-    ``BOSON_PG_TEST_NAME`` and dropped afterwards."""
+    ``BOSON_PG_TEST_NAME`` (tests/databases.py) and dropped afterwards."""
     vendor = os.environ.get("BOSON_TEST_DB", "sqlite")
-    prefix = os.environ.get("BOSON_PG_TEST_NAME", "test_boson")
     made: list[sites.Site] = []
     try:
-        yield sites.pair(make, name, tmp_path, vendor, prefix, made)
+        yield sites.pair(make, name, tmp_path, vendor, made)
     finally:
         for site in made:
             sites.remove(site)

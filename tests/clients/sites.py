@@ -20,6 +20,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from tests import databases
 from tests.clients.site_actions import ADMIN
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -208,14 +209,14 @@ def drop_database(database: dict[str, Any]) -> None:
 
 
 def pair(make: Callable[[pathlib.Path, str, dict[str, Any]], Site], name: str, tmp: pathlib.Path, vendor: str,
-         pg_prefix: str, made: list[Site]) -> tuple[Site, Site]:
+         made: list[Site]) -> tuple[Site, Site]:
     """Two copies of the site ``make`` builds, boson's and the immediate backend's, sharing
     one migrated database (cloned) and the same superuser. Each copy is added to ``made``
     as soon as it exists, for the caller to :func:`remove` even when a later step fails."""
 
     def database(copy: str) -> dict[str, Any]:
         if vendor == "postgres":
-            return pg_params(f"{pg_prefix}_{name}_{copy}")
+            return pg_params(databases.name(f"{name}_{copy}"))
         return {"ENGINE": "django.db.backends.sqlite3", "NAME": str(tmp / f"{name}_{copy}.sqlite3"),
                 "OPTIONS": {"timeout": 20, "transaction_mode": "IMMEDIATE"}}
 

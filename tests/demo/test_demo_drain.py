@@ -2,56 +2,26 @@
 example project, with real worker processes, on the store this suite runs against.
 
 The command itself asserts where every job ended (completed; retried then completed;
-rate-limited then completed; resumed after a kill; deduplicated; quarantined) and exits
-non-zero otherwise. On PostgreSQL it uses its own database, dropped afterwards.
+rate-limited then completed; failed at once, or after its attempts; resumed after a
+kill; deduplicated; quarantined) and exits non-zero otherwise. On PostgreSQL it uses its
+own database, dropped afterwards (tests/demo/conftest.py).
 """
 
 from __future__ import annotations
 
 import os
 import pathlib
-import subprocess
-import sys
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "example_project"
-
-
-def _demo_env(tmp_path: pathlib.Path) -> dict[str, str]:
-    env = dict(os.environ, DJANGO_SETTINGS_MODULE="demo_site.settings", PYTHONPATH=str(ROOT))
-    if os.environ.get("BOSON_TEST_DB", "sqlite") == "postgres":
-        env.update(BOSON_DEMO_DB="postgres", BOSON_DEMO_PG_NAME=_pg_name())
-    else:
-        env.update(BOSON_DEMO_DB="sqlite", BOSON_DEMO_SQLITE=str(tmp_path / "demo.sqlite3"))
-    return env
-
-
-def _pg_name() -> str:
-    return os.environ.get("BOSON_PG_TEST_NAME", "test_boson") + "_demo"
-
-
-@pytest.fixture
-def demo_db():
-    yield
-    if os.environ.get("BOSON_TEST_DB", "sqlite") == "postgres":
-        import psycopg
-
-        with psycopg.connect(dbname="postgres", user=os.environ.get("BOSON_PG_USER", "postgres"),
-                             host=os.environ.get("BOSON_PG_HOST", "127.0.0.1"), autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{_pg_name()}" WITH (FORCE)')
-
 
 @pytest.mark.slow
-def test_demo_drains_every_job_to_its_expected_end(tmp_path, demo_db):
-    command = [sys.executable, "manage.py", "boson_demo", "--drain", "--timeout", "120",
-               "--log-dir", str(tmp_path / "logs")]
-    done = subprocess.run(command, cwd=EXAMPLE, env=_demo_env(tmp_path), capture_output=True, text=True, timeout=240)
-    logs = "\n".join(f"--- {p.name}\n{p.read_text()[-3000:]}" for p in sorted((tmp_path / "logs").glob("*.log")))
-    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}\n{logs}"
+def test_demo_drains_every_job_to_its_expected_end(demo):
+    done = demo.run("--drain", "--timeout", "120", timeout=240)
+    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}\n{demo.logs_tail()}"
     assert "every demo job ended where it should" in done.stdout
-    for group in ("emails", "partner flaky", "partner 429", "report", "search index", "poison feed"):
+    for group in ("emails", "email bounced", "partner flaky", "partner 429", "partner down", "report", "search index",
+                  "poison feed"):
         assert f"ok   {group}" in done.stdout, done.stdout
 
 
@@ -78,29 +48,27 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not pathlib.Path("/proc").is_dir(), reason="reads the process table from /proc")
-def test_a_killed_demo_stops_its_workers_and_server(tmp_path, demo_db):
+def test_a_killed_demo_stops_its_workers_and_server(demo):
     """``kill`` (SIGTERM) of the interactive demo ends its workers and its server too, as
     Ctrl-C does: they run in sessions of their own, so nothing else would."""
     import signal
     import time
 
-    command = [sys.executable, "manage.py", "boson_demo", "--port", "8765", "--log-dir", str(tmp_path / "logs")]
-    demo = subprocess.Popen(command, cwd=EXAMPLE, env=_demo_env(tmp_path), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    process = demo.popen("--port", "8765")
     try:
         lines = []
-        for line in demo.stdout:  # the header comes once the server is started
+        for line in process.stdout:  # the header comes once the server is started
             lines.append(line)
-            if "Ctrl-C stops" in line:
+            if "until Ctrl-C" in line:
                 break
-        children = _children_of(demo.pid)
+        children = _children_of(process.pid)
         assert len(children) >= 5, "".join(lines)  # the demo's workers and its server
 
-        demo.send_signal(signal.SIGTERM)
-        out, _ = demo.communicate(timeout=60)
+        process.send_signal(signal.SIGTERM)
+        out, _ = process.communicate(timeout=60)
     finally:
-        if demo.poll() is None:
-            demo.kill()
+        if process.poll() is None:
+            process.kill()
     deadline = time.monotonic() + 30
     while any(_alive(pid) for pid in children) and time.monotonic() < deadline:
         time.sleep(0.1)

@@ -22,6 +22,20 @@ def workers(tmp_path):
         worker.cleanup()
 
 
+@pytest.fixture
+def proxy():
+    """A :class:`~tests.faults.proxy.Proxy` in front of the test database (PostgreSQL);
+    ``proxied_env(proxy, **boson)`` points a worker at it."""
+    from django.db import connection
+
+    from tests.faults.proxy import Proxy
+
+    settings = connection.settings_dict
+    front = Proxy(settings["HOST"] or "127.0.0.1", int(settings["PORT"] or 5432))
+    yield front
+    front.close()
+
+
 def pytest_terminal_summary(terminalreporter):
     from tests.faults.support import SEED
 

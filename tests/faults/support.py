@@ -23,7 +23,7 @@ from boson_django.services import Envelope
 from tests.concurrency.support import ROOT, subprocess_env
 from tests.worker.conftest import wait_until
 
-__all__ = ["Worker", "enqueue_many", "fault_env", "wait_file", "wait_until", "ROOT"]
+__all__ = ["Worker", "enqueue_many", "fault_env", "proxied_env", "wait_file", "wait_until", "ROOT"]
 
 
 def fault_env(**extra: str) -> dict[str, str]:
@@ -32,6 +32,13 @@ def fault_env(**extra: str) -> dict[str, str]:
     env["PYTHONFAULTHANDLER"] = "1"  # a worker that will not exit dumps every thread's stack on SIGABRT
     env.update(extra)
     return env
+
+
+def proxied_env(proxy: Any, **boson: Any) -> dict[str, str]:
+    """A worker's environment with its database behind ``proxy`` and these ``BOSON`` keys."""
+    import json
+
+    return fault_env(BOSON_PG_HOST="127.0.0.1", BOSON_PG_PORT=str(proxy.port), BOSON_FAULT_SETTINGS=json.dumps(boson))
 
 
 def wait_file(folder: pathlib.Path, name: str, timeout: float = 30.0) -> pathlib.Path:

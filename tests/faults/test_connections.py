@@ -120,10 +120,10 @@ def _outage():
         admin.close()
 
 
-def _backoffs(text: str) -> list[tuple[datetime, float]]:
-    """When the worker said it would reconnect, and in how many seconds."""
-    return [(datetime.strptime(at, "%Y-%m-%d %H:%M:%S,%f"), float(wait))
-            for at, wait in re.findall(r"^(\S+ \S+) WARNING boson: database error; reconnecting in ([0-9.]+)s", text, re.M)]
+def _backoffs(text: str) -> list[tuple[datetime, float, int]]:
+    """When the worker said it would reconnect, in how many seconds, and which attempt failed."""
+    found = re.findall(r"^(\S+ \S+) WARNING boson: database error; reconnecting in ([0-9.]+)s \(attempt (\d+):", text, re.M)
+    return [(datetime.strptime(at, "%Y-%m-%d %H:%M:%S,%f"), float(wait), int(n)) for at, wait, n in found]
 
 
 def test_an_outage_with_acks_pending_is_waited_out_with_backoff_not_a_busy_loop(live_clock, tmp_path, workers):
@@ -136,13 +136,15 @@ def test_an_outage_with_acks_pending_is_waited_out_with_backoff_not_a_busy_loop(
     with _outage():
         connection.ensure_connection()
         (tmp_path / "go").write_text("go")  # the handlers return: their acks meet the outage
-        worker.wait_for_line("reconnecting in 0.8s")
+        wait_until(lambda: [n for _, _, n in _backoffs(worker.text())][-1:] == [4], what="the loop's fourth attempt")
     wait_until(lambda: all(services.job_state(i)[1] == "completed" for i in ids), what="the acks after the outage")
     worker.signal(signal.SIGTERM)
     assert worker.exit_code() == 0, worker.text()
     waits = _backoffs(worker.text())
-    assert [wait for _, wait in waits[:4]] == [0.1, 0.2, 0.4, 0.8], worker.text()
-    for (at, wait), (next_at, _) in zip(waits, waits[1:4]):
+    assert [n for _, _, n in waits[:4]] == [1, 2, 3, 4], worker.text()
+    for _, wait, n in waits[:4]:  # doubling from 0.1 s, jittered down to half (30 s leases: no bound)
+        assert 0.05 * 2 ** (n - 1) - 0.01 <= wait <= 0.1 * 2 ** (n - 1) + 0.01, worker.text()
+    for (at, wait, _), (next_at, _, _) in zip(waits, waits[1:4]):
         assert (next_at - at).total_seconds() >= wait * 0.9, worker.text()  # each wait was waited out
     assert worker.text().count("acks failed") <= len(waits) + len(ids), worker.text()
     for job_id in ids:

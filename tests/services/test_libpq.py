@@ -168,3 +168,29 @@ def test_a_renamed_column_comes_back_under_its_new_name(db):
     with db.cursor() as cursor:
         cursor.execute("ALTER TABLE libpq_r RENAME COLUMN id TO job")
     assert _db.one_statement(db, select, [1]) == [{"job": 1}]
+
+
+
+def test_a_changed_psycopg_gives_the_fast_path_up_once_and_statements_still_run(db, monkeypatch, caplog):
+    """``errors.error_from_result`` stands for any internal a later psycopg may move: the
+    probe of a new session finds it gone, before any statement of ours has run."""
+    import psycopg.errors
+
+    monkeypatch.setattr(_libpq, "_given_up", None)
+    monkeypatch.delattr(psycopg.errors, "error_from_result")
+    db.close()  # a new session: the probe runs before its first statement
+    with caplog.at_level("WARNING", logger="boson_django"):
+        for n in range(3):
+            assert _db.one_statement(db, "SELECT %s::int + 1 AS n", [n]) == [{"n": n + 1}]
+        db.close()
+        assert _db.one_statement(db, TYPES, VALUES) == through_cursor(monkeypatch, TYPES, VALUES)
+    assert ours() == []  # every statement ran through the cursor
+    warnings = [r.getMessage() for r in caplog.records if "fast path" in r.getMessage()]
+    assert len(warnings) == 1 and "error_from_result" in warnings[0] and "psycopg 3." in warnings[0], warnings
+
+
+def test_the_probe_leaves_nothing_prepared_and_a_sound_psycopg_keeps_the_fast_path(db, monkeypatch):
+    monkeypatch.setattr(_libpq, "_given_up", None)
+    db.close()
+    assert _db.one_statement(db, "SELECT %s::int + 1 AS n", [1]) == [{"n": 2}]
+    assert len(ours()) == 1 and _libpq._given_up is None

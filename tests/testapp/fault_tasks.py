@@ -12,6 +12,7 @@ early when the worker asks it to). Files named ``started-<job>-<fence>`` and
 
 from __future__ import annotations
 
+import logging
 import os
 import pathlib
 import signal
@@ -143,3 +144,21 @@ def gated(context, folder: str, gate: str, value: int = 0) -> int:
     _touch(folder, f"started-{context.job_id}-{context.fence}")
     wait_for_gate(folder, gate, context)
     return value
+
+
+@task()
+def connection_parameters() -> dict:
+    """The libpq parameters of the connection a handler's thread opens (PostgreSQL)."""
+    from django.db import connection
+
+    connection.ensure_connection()
+    return connection.connection.info.get_parameters()
+
+
+@task(takes_context=True)
+def chatty(context, lines: int, width: int = 400) -> int:
+    """Logs ``lines`` lines of about ``width`` characters each."""
+    log = logging.getLogger("tests.faults.chatty")
+    for n in range(lines):
+        log.warning("line %06d %s", n, "x" * width)
+    return lines

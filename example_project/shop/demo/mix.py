@@ -13,7 +13,7 @@ from typing import Any
 
 from boson_django import services
 
-from shop import limits, partner
+from shop import limits, mail, partner
 from shop.tasks import (
     REPORT_STEPS,
     build_sales_report,
@@ -26,7 +26,7 @@ from shop.tasks import (
 
 EMAILS = 12
 THUMBNAILS = 4
-PARTNER_ORDERS = 8
+PARTNER_ORDERS = 9
 INDEX_REQUESTS = 5
 SIZES = [64, 128, 256, 512]
 POISON_FEED = "corrupt.csv"
@@ -62,21 +62,25 @@ def enqueue_mix() -> Plan:
     limits.configure()
     plan = Plan([
         Group("emails", f"{EMAILS} completed, no more started at one instant than the smtp bucket holds", _emails),
+        Group("email bounced", "failed at its first attempt, not retried (discard_on)", _bounced),
         Group("thumbnails", "completed with progress 4/4 and their files as output", _thumbnails),
         Group("partner ok", "completed on the first attempt", _partner(1, [], throttled=False)),
         Group("partner flaky", "retried twice (HTTP 503), then completed", _partner(3, ["retry", "retry"], throttled=False)),
         Group("partner 429", "rate-limited once (no attempt spent), then completed", _partner(1, [], throttled=True)),
+        Group("partner down", f"HTTP 500 on all {sync_partner_order.max_attempts} attempts, failed", _partner_down),
         Group("report", "killed mid-run, resumed from its checkpoint, completed", _report),
         Group("search index", f"{INDEX_REQUESTS} requests deduplicated into 1 completed job", _index),
         Group("supplier feed", "completed", _completed),
         Group("poison feed", "killed 3 workers, quarantined; attempts untouched", _poison),
     ])
     for n in range(EMAILS):
-        plan.group("emails").job_ids.append(send_order_email.enqueue(1001 + n, f"customer{n}@example.com").id)
+        plan.group("emails").job_ids.append(send_order_email.enqueue(1001 + n, mail.address(n)).id)
+    plan.group("email bounced").job_ids.append(send_order_email.enqueue(1099, mail.address(99, mistyped=True)).id)
     for image in range(1, THUMBNAILS + 1):
         plan.group("thumbnails").job_ids.append(make_thumbnail.enqueue(image, SIZES).id)
     for order in range(1, PARTNER_ORDERS + 1):
-        name = {"ok": "partner ok", "flaky": "partner flaky", "throttled": "partner 429"}[partner.kind_of(order)]
+        kinds = {"ok": "partner ok", "flaky": "partner flaky", "throttled": "partner 429", "down": "partner down"}
+        name = kinds[partner.kind_of(order)]
         plan.group(name).job_ids.append(sync_partner_order.enqueue(order).id)
     plan.group("report").job_ids.append(build_sales_report.enqueue("2030-01").id)
     for _ in range(INDEX_REQUESTS):
@@ -125,6 +129,26 @@ def _emails(ids: list[str], jobs: dict[str, Any]) -> str | None:
     if most > burst:
         return f"{most} mails started at {at:%H:%M:%S.%f} on the store clock; the bucket holds {burst}"
     return None
+
+
+def _failed_after(ids: list[str], jobs: dict[str, Any], attempts: int, says: str) -> str | None:
+    """Failed for good after ``attempts`` attempts, each recorded with an error saying ``says``."""
+    problem = _states(ids, jobs, "failed", attempt=attempts)
+    if problem:
+        return problem
+    for job_id in ids:
+        records = services.errors(job_id)
+        if len(records) != attempts or not all(says in (r.error or "") for r in records):
+            return f"job {job_id} attempt records are {[(r.outcome, r.error) for r in records]}, expected {attempts} saying {says!r}"
+    return None
+
+
+def _bounced(ids: list[str], jobs: dict[str, Any]) -> str | None:
+    return _failed_after(ids, jobs, 1, "550 5.1.1")
+
+
+def _partner_down(ids: list[str], jobs: dict[str, Any]) -> str | None:
+    return _failed_after(ids, jobs, sync_partner_order.max_attempts, "HTTP 500")
 
 
 def _thumbnails(ids: list[str], jobs: dict[str, Any]) -> str | None:

@@ -1,8 +1,8 @@
 """``manage.py boson_demo``: the whole demo in one command.
 
 Starts from a fresh database, migrates, creates an admin login, enqueues the shop's mix
-of jobs, starts worker processes and the development server, and shows the queues live
-until Ctrl-C. ``--drain`` is the non-interactive mode for CI: no server, the store clock
+of jobs, starts worker processes and the development server, then keeps enqueueing a few
+of the shop's jobs a second and shows the queues live until Ctrl-C. ``--drain`` is the non-interactive mode for CI: no server, the store clock
 frozen and stepped (no waiting for backoff or lease expiry), and an exit status that
 says whether every job ended where it should.
 """
@@ -25,20 +25,26 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from boson_django import services
 from boson_django.management import arguments
 
-from shop.demo import database, display, mix
+from shop.demo import database, display, live, mix
 from shop.demo.supervisor import Supervisor
 from shop.demo.timekeeper import ReportKiller, Timekeeper
 
 
+#: How long ``--drain`` waits for every job to settle, unless ``--timeout`` says otherwise.
+DRAIN_TIMEOUT_S = 180.0
+
+
 class Command(BaseCommand):
-    help = "Run the boson_django demo: workers, the admin and a live view of the queues."
+    help = "Run the boson_django demo: workers, the admin, a trickle of jobs and a live view of the queues."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--drain", action="store_true",
                             help="Non-interactive: drain every job on a stepped store clock, check where each ended, exit.")
         parser.add_argument("--port", type=arguments.port, default=8000, help="Development server port (default 8000, or the next free one).")
         parser.add_argument("--keep", action="store_true", help="Keep the existing demo database instead of starting fresh.")
-        parser.add_argument("--timeout", type=arguments.seconds, default=180.0, help="--drain: give up after this many seconds.")
+        parser.add_argument("--timeout", type=arguments.seconds, default=None,
+                            help=f"--drain: give up after this many seconds (default {DRAIN_TIMEOUT_S:g}); "
+                                 "otherwise stop after this many seconds, as Ctrl-C does (default: run until Ctrl-C).")
         parser.add_argument("--log-dir", default=str(Path(settings.BASE_DIR) / "demo-logs"),
                             help="Where worker and server logs go.")
 
@@ -49,6 +55,8 @@ class Command(BaseCommand):
         keeper = Timekeeper()
         keeper.start() if options["drain"] else keeper.stop()
         password = _admin_login()
+        if not options["drain"]:
+            services.pause_queue(live.PAUSED_AT_START)
         plan = mix.enqueue_mix()
         supervisor = Supervisor(Path(options["log_dir"]))
         self.stdout.write(f"store: {database.describe()}; {len(plan.job_ids)} jobs enqueued; logs in {options['log_dir']}")
@@ -56,9 +64,9 @@ class Command(BaseCommand):
         try:
             supervisor.start_workers()
             if options["drain"]:
-                self._drain(plan, supervisor, keeper, options["timeout"])
+                self._drain(plan, supervisor, keeper, DRAIN_TIMEOUT_S if options["timeout"] is None else options["timeout"])
             else:
-                self._live(plan, supervisor, options["port"], password)
+                self._live(plan, supervisor, options["port"], password, options["timeout"])
         except KeyboardInterrupt:
             self.stdout.write("\nstopping workers and the server...")
         finally:
@@ -70,36 +78,11 @@ class Command(BaseCommand):
 
     # -- interactive ----------------------------------------------------------------------
 
-    def _live(self, plan: mix.Plan, supervisor: Supervisor, port: int, password: str) -> None:
+    def _live(self, plan: mix.Plan, supervisor: Supervisor, port: int, password: str, stop_after: float | None) -> None:
         port = _free_port(port)
         supervisor.start_server(port)
-        header = [
-            f"boson_django demo -- store: {database.describe()}",
-            f"admin: http://127.0.0.1:{port}/admin/   login: admin / {password}",
-            "Ctrl-C stops the workers and the server.",
-        ]
-        killer = ReportKiller(plan.report_id, supervisor)
-        tty = sys.stdout.isatty()
-        if not tty:
-            self.stdout.write("\n".join(header))
-        announced, shown, last_print = False, 0, 0.0
-        while True:
-            supervisor.restart_dead()
-            jobs = mix.snapshot()
-            killer.tick(jobs)
-            if not announced and display.settled(jobs) == len(jobs):
-                announced = True
-                supervisor.events.append("every demo job settled: look around the admin (or Ctrl-C)")
-            if tty:
-                self.stdout.write(display.CLEAR + display.frame(header, jobs, supervisor.events))
-            else:  # a log, not a screen: new events, and the bar every few seconds
-                for event in supervisor.events[shown:]:
-                    self.stdout.write(f"  {event}")
-                shown = len(supervisor.events)
-                if time.monotonic() - last_print > 5:
-                    last_print = time.monotonic()
-                    self.stdout.write(display.bar(display.settled(jobs), len(jobs)))
-            time.sleep(0.5)
+        head = live.header(database.describe(), f"http://127.0.0.1:{port}/admin/", password)
+        live.run(self.stdout.write, supervisor, plan.report_id, head, tty=sys.stdout.isatty(), stop_after=stop_after)
 
     # -- non-interactive ------------------------------------------------------------------
 
