@@ -15,8 +15,10 @@ from boson_django.models import Job, Run
 
 
 class RunAdmin(ReadOnlyAdmin):
-    #: Fits 1280 px beside the admin's sidebars (a run's queue is a filter, and on its page).
-    list_display = ("id", "job_cut", "task_cut", "worker_cut", "started_at", "duration", "outcome_badge", "error_head_display")
+    #: Fits 1280 px beside the admin's sidebars: a run opens from its start time (its id
+    #: and queue are on its page; the queue is a filter too).
+    list_display = ("started_at", "job_cut", "task_cut", "worker_cut", "duration", "outcome_badge", "error_head_display")
+    list_display_links = ("started_at",)
     list_filter = (OutcomeFilter, QueueFilter, "recorded")
     #: A task's page links to its runs of the last 24 hours (``boson_run_task_started``).
     linked_lookups = ("task", "started_at__gte")
