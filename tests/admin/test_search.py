@@ -3,6 +3,8 @@ its unique key or id, or the worker holding it; never by its payload or error.""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -179,3 +181,14 @@ def test_a_search_reads_no_payload_or_error_column(superuser_client, shop):
     searched = [q["sql"].partition(" WHERE ")[2] for q in queries if '"boson_job"' in q["sql"]]
     for column in ('"args"', '"kwargs"', '"last_error"', '"meta"', '"checkpoint"'):
         assert not [where for where in searched if column in where], column
+
+
+def test_the_dashboard_links_a_stalled_lease_s_holder_to_its_leases(superuser_client, store_clock):
+    held = enqueue_one(NOOP, queue="stalled")
+    admit_one("web-9:77", ["stalled"])
+    store_clock.advance(31_000)  # expired, not reclaimed yet: listed as about to expire
+    body = superuser_client.get(reverse("admin:boson_django_dashboard_changelist")).content.decode()
+    (link,) = re.findall(r'href="([^"]*\?q=worker[^"]*)"', body)
+    assert link == reverse("admin:boson_django_lease_changelist") + "?q=worker%3Aweb-9%3A77"
+    response = superuser_client.get(link)
+    assert [row.pk for row in response.context["cl"].result_list] == [held]
