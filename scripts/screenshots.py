@@ -8,7 +8,7 @@ server, a steady trickle of the shop's jobs) on a throwaway SQLite file, waits u
 holds thumbnails running with progress, failed and quarantined jobs (at most ``--wait``
 seconds), logs into the admin as the ``admin`` user the demo prints, and saves:
 
-* ``dashboard.png`` -- the dashboard, WIDTH px wide;
+* ``dashboard.png`` -- the dashboard, WIDTH px wide, down to its throughput charts;
 * ``job_detail.png`` -- a bounced order email's page: the failure summary panel at the top;
 * ``job_running.png`` -- a running thumbnail's page: its lease and progress.
 
@@ -135,18 +135,19 @@ def log_in(driver, admin: str, password: str) -> None:
 
 def shoot(driver, url: str, path: Path, *, start: str | None = None, height: int,
           expect: str | None = None) -> bool:
-    """A WIDTH-wide PNG of the page from the top (or from the element ``start``), at most
-    ``height`` tall. False (and no picture) when the script ``expect`` is false on the page."""
+    """A PNG of the page at most ``height`` tall: from its top, WIDTH wide; or from the
+    element ``start``'s top left corner to the page's right edge. False (and no picture) when the script ``expect`` is false on the page."""
     from selenium.webdriver.support.ui import WebDriverWait
 
     driver.get(url)
     WebDriverWait(driver, 10).until(lambda d: d.execute_script("return document.readyState") == "complete")
     if expect is not None and not driver.execute_script(f"return !!({expect})"):
         return False
-    top = 0 if start is None else driver.execute_script(
-        "return Math.floor(document.querySelector(arguments[0]).getBoundingClientRect().top + window.scrollY) - 8", start)
+    left, top = (0, 0) if start is None else driver.execute_script(
+        "const box = document.querySelector(arguments[0]).getBoundingClientRect();"
+        "return [Math.max(0, Math.floor(box.left) - 8), Math.floor(box.top + window.scrollY) - 8]", start)
     bottom = driver.execute_script("return document.documentElement.scrollHeight")
-    clip = {"x": 0, "y": top, "width": WIDTH, "height": min(height, bottom - top), "scale": 1}
+    clip = {"x": left, "y": top, "width": WIDTH - left, "height": min(height, bottom - top), "scale": 1}
     shot = driver.execute_cdp_cmd("Page.captureScreenshot", {"format": "png", "clip": clip, "captureBeyondViewport": True})
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(base64.b64decode(shot["data"]))
@@ -158,7 +159,7 @@ def take(demo: Demo, admin: str, password: str, out: Path, profile: str) -> None
     driver = browser(profile)
     try:
         log_in(driver, admin, password)
-        shoot(driver, admin + "boson_django/dashboard/", out / "dashboard.png", height=1180)
+        shoot(driver, admin + "boson_django/dashboard/", out / "dashboard.png", height=1160)
         (bounced, *_), *_ = demo.query(BOUNCED)
         shoot(driver, f"{admin}boson_django/job/{bounced}/change/", out / "job_detail.png", height=900)
         # A thumbnail runs for a few seconds: take the first still running when its page loads.
