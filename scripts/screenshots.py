@@ -1,157 +1,192 @@
-"""Take the README's job-detail screenshot with headless chromium (run by hand; not in CI).
+"""Take the README's screenshots from the live demo with headless chromium (by hand; not in CI).
 
-    python scripts/screenshots.py                    # docs/img/job_detail.png
+    python scripts/screenshots.py                    # into docs/img
     python scripts/screenshots.py --out /tmp/shots   # somewhere else
 
-(docs/img/dashboard.png is not retaken by this script: it needs a day of seeded traffic.)
+Starts ``manage.py boson_demo`` (the example project's live mode: workers, the development
+server, a steady trickle of the shop's jobs) on a throwaway SQLite file, waits until the store
+holds thumbnails running with progress, failed and quarantined jobs (at most ``--wait``
+seconds), logs into the admin as the ``admin`` user the demo prints, and saves:
 
-Needs /usr/bin/chromium, /usr/bin/chromedriver (Debian: apt-get install chromium
-chromium-driver) and selenium (in the ``test`` extra). Uses the test settings on a fresh,
-throwaway SQLite file, a frozen store clock (so the pictures are reproducible), Django's live
-server thread with the admin's static files, and a superuser logged in through the login form.
+* ``dashboard.png`` -- the dashboard, WIDTH px wide, down to its throughput charts;
+* ``job_detail.png`` -- a bounced order email's page: the failure summary panel at the top;
+* ``job_running.png`` -- a running thumbnail's page: its lease and progress.
+
+The demo is stopped (as Ctrl-C stops it) before the script exits. The pictures show a real
+run, so no two takes are the same. Needs /usr/bin/chromium, /usr/bin/chromedriver (Debian:
+apt-get install chromium chromium-driver) and selenium (in the ``test`` extra).
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import os
+import re
+import signal
+import sqlite3
+import subprocess
 import sys
 import tempfile
-from datetime import datetime, timedelta, timezone
+import threading
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "img"
-AT = datetime(2030, 1, 1, 12, 0, tzinfo=timezone.utc)
 WIDTH = 1280
-MAX_HEIGHT = 1700
-START = "fieldset:nth-of-type(5)"  # the Lease fieldset, then progress, data and attempts
-
-#: As a worker writes an error: ``dotted.Class: message``, then the traceback.
-TRACEBACK = """{module}{name}: {message}
-Traceback (most recent call last):
-  File "shop/tasks.py", line 41, in send_mail
-    connection.send_messages([message])
-  File "django/core/mail/backends/smtp.py", line 128, in send_messages
-    new_conn_created = self.open()
-{name}: {message}"""
-#: (module prefix of the class's path, class, message), as ``TRACEBACK`` takes them.
-ERRORS = (
-    ("builtins.", "TimeoutError", "timed out"),
-    ("builtins.", "ConnectionRefusedError", "[Errno 111] Connection refused"),
-    ("", "smtplib.SMTPServerDisconnected", "Connection unexpectedly closed"),
-)
-
-
-def setup_django(workdir: str) -> None:
-    os.environ["BOSON_TEST_DB"] = "sqlite"
-    os.environ["BOSON_SQLITE_PATH"] = os.path.join(workdir, "screenshots.sqlite3")
-    os.environ["DJANGO_SETTINGS_MODULE"] = "tests.settings"
-    sys.path.insert(0, str(ROOT))
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
+#: The demo's header line with the admin's address and the password of its login.
+LOGIN = re.compile(r"admin: (?P<url>http://\S+/admin/)\s+login: admin / (?P<password>\S+)")
+#: The store is ready for the pictures when every count here is reached (and MIN_RUN_S passed,
+#: so that the dashboard's charts have a few minutes to show).
+WANT = {"running_with_progress": 2, "failed": 3, "quarantined": 1}
+MIN_RUN_S = 45.0
+COUNTS = """
+    SELECT
+      (SELECT COUNT(*) FROM boson_job j JOIN boson_job_data d ON d.job_id = j.id AND d.kind = 'progress'
+        WHERE j.state = 'running' AND d.fence = j.fence),
+      (SELECT COUNT(*) FROM boson_job WHERE state = 'failed'),
+      (SELECT COUNT(*) FROM boson_job WHERE state = 'quarantined')
+"""
+BOUNCED = "SELECT id FROM boson_job WHERE state = 'failed' AND task = 'shop.tasks.send_order_email' ORDER BY id DESC"
+#: On a job's page: true while the job runs.
+IS_RUNNING = "[...document.querySelectorAll('.boson-badge')].some(b => b.textContent.trim() === 'running')"
+RUNNING = """SELECT j.id FROM boson_job j JOIN boson_job_data d ON d.job_id = j.id AND d.kind = 'progress'
+             WHERE j.state = 'running' AND d.fence = j.fence ORDER BY j.id"""
 
 
-def seed_job_detail() -> str:
-    """A send_mail job on its fourth attempt: three failed tries (traceback, log lines), a
-    lease held now with progress and a checkpoint."""
-    from boson_django import clock, services
-    from boson_django.services import Envelope, Outcome
+class Demo:
+    """``manage.py boson_demo`` in a subprocess of its own, on the SQLite file ``db``."""
 
-    (job,) = services.enqueue([Envelope(task="tests.testapp.tasks.send_mail", queue="mail", max_attempts=5,
-                                        args=["ada@example.com"], kwargs={}, lease_ms=60_000)])
-    for n, (wait_ms, error) in enumerate(zip((4_000, 17_000, 61_000), ERRORS), start=1):
-        (unit,) = services.admit(f"web-1:{4100 + n}", ["mail"], 1)
-        clock.advance(850 + 40 * n)
-        module, name, message = error
-        services.ack(unit.lease, Outcome.RETRY, error=TRACEBACK.format(module=module, name=name, message=message), logs=[
-            "INFO shop.tasks: rendering order-confirmation for ada@example.com",
-            "INFO shop.tasks: connecting to smtp.example.com:587",
-            f"WARNING shop.tasks: {message} (try {n})",
-        ])
-        clock.advance(wait_ms)
-        services.promote_due(10)
-    (unit,) = services.admit("web-2:5120", ["mail"], 1)
-    services.checkpoint(unit.lease, {"rendered": True, "message_id": "<20300101.1200@shop.example.com>"})
-    services.write_progress(unit.lease, 2, 3, "sending")
-    clock.advance(7_500)
-    return job.id
+    def __init__(self, workdir: Path, port: int) -> None:
+        self.db = workdir / "demo.sqlite3"
+        env = dict(os.environ, BOSON_DEMO_DB="sqlite", BOSON_DEMO_SQLITE=str(self.db), PYTHONUNBUFFERED="1",
+                   PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+        command = [sys.executable, "manage.py", "boson_demo", "--port", str(port), "--log-dir", str(workdir / "logs")]
+        self.popen = subprocess.Popen(command, cwd=ROOT / "example_project", env=env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True)
+        self.lines: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.popen.stdout is not None
+        for line in self.popen.stdout:
+            self.lines.append(line.rstrip("\n"))
+
+    def login(self, deadline: float) -> tuple[str, str]:
+        """The admin's address and the password the demo printed."""
+        while time.monotonic() < deadline and self.popen.poll() is None:
+            for line in self.lines:
+                if found := LOGIN.search(line):
+                    return found["url"], found["password"]
+            time.sleep(0.2)
+        raise SystemExit("the demo printed no admin login:\n" + "\n".join(self.lines))
+
+    def query(self, sql: str) -> list[tuple]:
+        with sqlite3.connect(f"file:{self.db}?mode=ro", uri=True, timeout=20) as conn:
+            return conn.execute(sql).fetchall()
+
+    def wait_until_ready(self, started: float, deadline: float) -> None:
+        """Until the store holds WANT and MIN_RUN_S passed; SystemExit at ``deadline``."""
+        counts: dict[str, int] = {}
+        while time.monotonic() < deadline and self.popen.poll() is None:
+            counts = dict(zip(WANT, self.query(COUNTS)[0]))
+            if time.monotonic() - started >= MIN_RUN_S and all(counts[k] >= n for k, n in WANT.items()):
+                print(f"store ready after {time.monotonic() - started:.0f} s: {counts}")
+                return
+            time.sleep(1)
+        raise SystemExit(f"the store never held {WANT} (last seen {counts}); demo output:\n" + "\n".join(self.lines))
+
+    def stop(self) -> None:
+        """As Ctrl-C does: the demo stops its workers and the server, then exits. (SIGTERM,
+        not SIGINT: a shell's background job ignores SIGINT, and so would the demo.)"""
+        if self.popen.poll() is None:
+            self.popen.send_signal(signal.SIGTERM)
+            try:
+                self.popen.wait(120)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait()
 
 
-def serve_and_shoot(job_id: str, out: Path, start: str | None) -> None:
-    from django.contrib.auth.models import User
-    from django.contrib.staticfiles.handlers import StaticFilesHandler
-    from django.test.testcases import LiveServerThread
-    from django.test.utils import override_settings
+def browser(profile: str):
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--no-first-run", "--hide-scrollbars", f"--window-size={WIDTH},900", f"--user-data-dir={profile}"):
+        options.add_argument(arg)
+    return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+
+
+def log_in(driver, admin: str, password: str) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    User.objects.create_superuser("root", password="pw")
-    with override_settings(STATIC_URL="/static/", ALLOWED_HOSTS=["localhost"]):
-        server = LiveServerThread("localhost", static_handler=StaticFilesHandler)
-        server.daemon = True
-        server.start()
-        server.is_ready.wait()
-        if server.error:
-            raise server.error
-        base = f"http://localhost:{server.port}"
-        profile = tempfile.mkdtemp(prefix="boson-shots-")
-        options = webdriver.ChromeOptions()
-        options.binary_location = "/usr/bin/chromium"
-        for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                    "--no-first-run", "--hide-scrollbars", f"--window-size={WIDTH},900", f"--user-data-dir={profile}"):
-            options.add_argument(arg)
-        driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
-        try:
-            driver.get(base + "/admin/login/?next=/admin/")
-            driver.find_element(By.ID, "id_username").send_keys("root")
-            driver.find_element(By.ID, "id_password").send_keys("pw")
-            driver.find_element(By.CSS_SELECTOR, "#login-form [type=submit]").click()
-            WebDriverWait(driver, 10).until(lambda d: d.find_elements(By.ID, "user-tools"))
-            shoot(driver, f"{base}/admin/boson_django/job/{job_id}/change/", out / "job_detail.png", start or None)
-        finally:
-            driver.quit()
-            server.terminate()
+    driver.get(admin + "login/?next=/admin/")
+    driver.find_element(By.ID, "id_username").send_keys("admin")
+    driver.find_element(By.ID, "id_password").send_keys(password)
+    driver.find_element(By.CSS_SELECTOR, "#login-form [type=submit]").click()
+    WebDriverWait(driver, 10).until(lambda d: d.find_elements(By.ID, "user-tools"))
 
 
-def shoot(driver, url: str, path: Path, start: str | None = None) -> None:
-    """A WIDTH-wide PNG of the page from the top (or from the element ``start``), at most
-    MAX_HEIGHT tall."""
-    import base64
-
+def shoot(driver, url: str, path: Path, *, start: str | None = None, height: int,
+          expect: str | None = None) -> bool:
+    """A PNG of the page at most ``height`` tall: from its top, WIDTH wide; or from the
+    element ``start``'s top left corner to the page's right edge. False (and no picture) when the script ``expect`` is false on the page."""
     from selenium.webdriver.support.ui import WebDriverWait
 
     driver.get(url)
     WebDriverWait(driver, 10).until(lambda d: d.execute_script("return document.readyState") == "complete")
-    top = 0 if start is None else driver.execute_script(
-        "return Math.floor(document.querySelector(arguments[0]).getBoundingClientRect().top + window.scrollY)", start)
+    if expect is not None and not driver.execute_script(f"return !!({expect})"):
+        return False
+    left, top = (0, 0) if start is None else driver.execute_script(
+        "const box = document.querySelector(arguments[0]).getBoundingClientRect();"
+        "return [Math.max(0, Math.floor(box.left) - 8), Math.floor(box.top + window.scrollY) - 8]", start)
     bottom = driver.execute_script("return document.documentElement.scrollHeight")
-    clip = {"x": 0, "y": top, "width": WIDTH, "height": min(MAX_HEIGHT, bottom - top), "scale": 1}
+    clip = {"x": left, "y": top, "width": WIDTH - left, "height": min(height, bottom - top), "scale": 1}
     shot = driver.execute_cdp_cmd("Page.captureScreenshot", {"format": "png", "clip": clip, "captureBeyondViewport": True})
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(base64.b64decode(shot["data"]))
     print(f"{path}: {clip['width']}x{clip['height']}, {path.stat().st_size // 1024} KB")
+    return True
+
+
+def take(demo: Demo, admin: str, password: str, out: Path, profile: str) -> None:
+    driver = browser(profile)
+    try:
+        log_in(driver, admin, password)
+        shoot(driver, admin + "boson_django/dashboard/", out / "dashboard.png", height=1160)
+        (bounced, *_), *_ = demo.query(BOUNCED)
+        shoot(driver, f"{admin}boson_django/job/{bounced}/change/", out / "job_detail.png", height=900)
+        # A thumbnail runs for a few seconds: take the first still running when its page loads.
+        for (job_id,) in demo.query(RUNNING):
+            if shoot(driver, f"{admin}boson_django/job/{job_id}/change/", out / "job_running.png",
+                     start="fieldset:nth-of-type(5)", height=405, expect=IS_RUNNING):
+                return
+        raise SystemExit("every running thumbnail finished before its page was taken; run again")
+    finally:
+        driver.quit()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path, default=OUT, help="directory for the PNG (default: docs/img)")
-    parser.add_argument("--start", default=START, help=f"CSS selector of the element the picture starts at (default: {START})")
+    parser.add_argument("--out", type=Path, default=OUT, help="directory for the PNGs (default: docs/img)")
+    parser.add_argument("--port", type=int, default=8790, help="the demo server's port (or the next free one)")
+    parser.add_argument("--wait", type=float, default=180, help="give up when the store is not ready after this many seconds")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="boson-shots-db-") as workdir:
-        setup_django(workdir)
-        from boson_django import clock
-
-        clock.freeze(AT - timedelta(minutes=3))
-        job_id = seed_job_detail()
-        serve_and_shoot(job_id, args.out, args.start)
+    with tempfile.TemporaryDirectory(prefix="boson-shots-") as workdir:
+        started = time.monotonic()
+        demo = Demo(Path(workdir), args.port)
+        try:
+            admin, password = demo.login(started + 60)
+            demo.wait_until_ready(started, started + args.wait)
+            take(demo, admin, password, args.out, os.path.join(workdir, "chromium"))
+        finally:
+            demo.stop()
 
 
 if __name__ == "__main__":
