@@ -23,7 +23,7 @@ from boson_django.compat import (
 )
 from boson_django.errors import InvalidEnvelope, InvalidTask
 from boson_django.schedules.spec import Schedule, as_schedules
-from boson_django.services import _db
+from boson_django import database
 from boson_django.services.enqueue import POLICY_CHECKS, enqueue_one
 from boson_django.taskresults import build_result, enqueued_result
 
@@ -186,7 +186,7 @@ class BosonBackend(BaseTaskBackend):  # type: ignore[misc,valid-type,unused-igno
         """
         BaseTaskBackend.validate_task(self, task)
         envelope = envelope_for(task, list(args), dict(kwargs))
-        using = _db.alias(self.database)
+        using = database.alias(self.database)
         try:
             done = enqueue_one(envelope, using=using)
         except InvalidEnvelope as exc:
@@ -206,7 +206,7 @@ class BosonBackend(BaseTaskBackend):  # type: ignore[misc,valid-type,unused-igno
         yield from checks.backend_problems(self.alias, self._listed_queues, self.options)
 
     def get_result(self, result_id: str) -> Any:
-        result = build_result(result_id, self.alias, using=_db.alias(self.database)) if _could_exist(result_id) else None
+        result = build_result(result_id, self.alias, using=database.alias(self.database)) if _could_exist(result_id) else None
         if result is None:
             raise TaskResultDoesNotExist(result_id)
         return result

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from boson_django.services import _db
+from boson_django import database
 
 #: The store time as one SQL row (column ``now``), for statements that read it inline
 #: instead of paying a round trip of their own.
@@ -23,11 +23,11 @@ _SQLITE_NOW = "SELECT frozen_at, offset_ms FROM boson_clock WHERE id = 1"
 
 def now(using: str | None = None) -> datetime:
     """The store's current time, aware UTC (whatever the PostgreSQL session's zone)."""
-    connection = _db.conn(using)
+    connection = database.conn(using)
     with connection.cursor() as cursor:
-        if _db.is_postgres(connection):
+        if database.is_postgres(connection):
             cursor.execute(PG_NOW)
-            return _db.dt_not_null(cursor.fetchone()[0]).astimezone(timezone.utc)
+            return database.dt_not_null(cursor.fetchone()[0]).astimezone(timezone.utc)
         cursor.execute(_SQLITE_NOW)
         row = cursor.fetchone()
     frozen_at, offset_ms = row if row else (None, 0)
@@ -38,21 +38,21 @@ def from_row(frozen_at: object, offset_ms: int | None, server_now: object) -> da
     """Store time from the clock row and the server's time (for queries that read them along
     with other things, saving a round trip)."""
     if frozen_at is not None:
-        return _db.dt_not_null(frozen_at).astimezone(timezone.utc)
-    return _db.dt_not_null(server_now).astimezone(timezone.utc) + timedelta(milliseconds=offset_ms or 0)
+        return database.dt_not_null(frozen_at).astimezone(timezone.utc)
+    return database.dt_not_null(server_now).astimezone(timezone.utc) + timedelta(milliseconds=offset_ms or 0)
 
 
 def _state(using: str | None) -> tuple[datetime | None, int]:
     from boson_django.models import StoreClock
 
-    row = StoreClock.objects.using(_db.alias(using)).filter(id=1).first()
+    row = StoreClock.objects.using(database.alias(using)).filter(id=1).first()
     return (row.frozen_at, row.offset_ms) if row else (None, 0)
 
 
 def _write(frozen_at: datetime | None, offset_ms: int, using: str | None) -> None:
     from boson_django.models import StoreClock
 
-    StoreClock.objects.using(_db.alias(using)).update_or_create(
+    StoreClock.objects.using(database.alias(using)).update_or_create(
         id=1, defaults={"frozen_at": frozen_at, "offset_ms": offset_ms}
     )
 

@@ -26,7 +26,7 @@ from datetime import datetime
 from typing import Any
 
 from boson_django import clock, services
-from boson_django.services import _db
+from boson_django import database
 from boson_django.worker.attempt import Attempt
 from boson_django.worker.delivery import deliver
 from boson_django.worker.executor import resolve, run_sync
@@ -44,7 +44,7 @@ def run_until_idle(
     what is already available). A job that retries with backoff runs again only once its
     time has come on the store clock -- advance a frozen clock to get there.
     """
-    alias = _db.alias(using)
+    alias = database.alias(using)
     ran = 0
     while ran < max_jobs:
         if promote:

@@ -13,7 +13,7 @@ from django.db import connection
 from django.test import override_settings
 
 from boson_django import conf
-from boson_django.services import _db
+from boson_django import database
 from boson_django.worker.runtime import Worker, WorkerOptions
 
 BASE = {"TASK_MODULES": ["tests.testapp.more_tasks"]}
@@ -82,17 +82,17 @@ def test_no_session_setting_is_kept_behind_a_transaction_pooler():
     """A worker's dedicated connection keeps the claim's planner setting for its session
     -- unless the session may be handed to another client."""
     connection.ensure_connection()
-    _db.dedicate(connection)
+    database.dedicate(connection)
     try:
         with override_settings(BOSON={**BASE, "POOLER": "transaction"}):
-            _db.one_statement(connection, "SELECT %s::int AS n", [1], planner=["enable_seqscan = off"])
+            database.one_statement(connection, "SELECT %s::int AS n", [1], planner=["enable_seqscan = off"])
             assert getattr(connection, "boson_session_settings", None) is None
             with connection.cursor() as cursor:
                 cursor.execute("SHOW enable_seqscan")
                 assert cursor.fetchone()[0] == "on"
-        _db.one_statement(connection, "SELECT %s::int AS n", [1], planner=["enable_seqscan = off"])
+        database.one_statement(connection, "SELECT %s::int AS n", [1], planner=["enable_seqscan = off"])
         with connection.cursor() as cursor:
             cursor.execute("SHOW enable_seqscan")
             assert cursor.fetchone()[0] == "off"  # directly connected, it is kept
     finally:
-        _db.undedicate(connection)
+        database.undedicate(connection)

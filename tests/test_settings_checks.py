@@ -17,7 +17,8 @@ from django.utils.connection import ConnectionDoesNotExist
 from boson_django import conf, registry, services
 from boson_django.errors import InvalidEnvelope
 from boson_django.models import Job
-from boson_django.services import Envelope, Outcome, _db
+from boson_django import database
+from boson_django.services import Envelope, Outcome
 from tests.factories import NOOP, enqueue_one, running_job, state_of
 
 BASE = {"TASK_MODULES": ["tests.testapp.more_tasks"]}
@@ -262,14 +263,14 @@ def test_task_modules_decides_what_is_discovered(db):
 
 
 def test_database_names_the_alias_the_services_use(store_clock):
-    assert _db.alias(None) == "default"
+    assert database.alias(None) == "default"
     with boson(DATABASE="elsewhere"):
-        assert _db.alias(None) == "elsewhere"
+        assert database.alias(None) == "elsewhere"
         with pytest.raises(ConnectionDoesNotExist):
             services.enqueue([Envelope(task=NOOP)])
         with pytest.raises(ConnectionDoesNotExist):
             services.counts()
-    assert _db.alias("default") == "default"
+    assert database.alias("default") == "default"
     assert connection.alias == "default"
 
 

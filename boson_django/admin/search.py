@@ -41,7 +41,7 @@ from django.utils.text import smart_split, unescape_string_literal
 
 from boson_django.admin.paginator import CAP
 from boson_django.models import Job, Queue, Run
-from boson_django.services import _db
+from boson_django import database
 from boson_django.states import JobState
 
 #: The most distinct task names a search reads (beyond them, names sorting later are not found).
@@ -142,7 +142,7 @@ def narrowed(queryset: QuerySet, terms: list[list[Q]]) -> tuple[QuerySet, bool]:
     read through the terms' indexes and sorted (:func:`sorted_whole`), else they are 10%
     of a million jobs or more, which a walk down the ids meets early unless nearly all
     are old."""
-    most = min(LISTED, _db.most_listed(connections[queryset.db], besides=100))
+    most = min(LISTED, database.most_listed(connections[queryset.db], besides=100))
     ids: set[Any] | None = None
     broad = Q()
     broad_terms = []

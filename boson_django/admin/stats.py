@@ -13,7 +13,7 @@ from django.db.models import (
 from boson_django.admin.paginator import CAP
 from boson_django.models import Bucket, Duty, Job, Queue, ThroughputMinute
 from boson_django.policies import BucketState
-from boson_django.services import _db
+from boson_django import database
 from boson_django.states import JobState
 
 STATES = [s.value for s in JobState]
@@ -42,7 +42,7 @@ def capped_matrix(queues: list[str]) -> dict[tuple[str, str], int]:
         for state in STATES:
             sql.append(part)
             params += [queue, state, queue, state, CAP + 1]
-    with _db.conn(None).cursor() as cursor:
+    with database.conn(None).cursor() as cursor:
         cursor.execute(" UNION ALL ".join(sql), params)
         return {(q, s): int(n) for q, s, n in cursor.fetchall()}
 
@@ -85,7 +85,7 @@ def minute_counts(since: datetime, now: datetime) -> list[tuple[datetime, str, i
         ThroughputMinute.objects.filter(minute__gte=since, minute__lte=now)
         .values_list("minute", "outcome", "wait_bucket").annotate(n=Sum("count")).order_by()
     )
-    return [(_db.dt_not_null(m), o, b, n) for m, o, b, n in rows]
+    return [(database.dt_not_null(m), o, b, n) for m, o, b, n in rows]
 
 
 class Binned:

@@ -6,7 +6,7 @@ from django.core.management.base import CommandError
 from django.db import DatabaseError, connections
 from django.db.migrations.executor import MigrationExecutor
 
-from boson_django.services import _db
+from boson_django import database
 
 
 def checked_alias(using: str | None) -> str:
@@ -17,7 +17,7 @@ def checked_alias(using: str | None) -> str:
     a database error each tick and retry forever, the other commands end in a traceback.
     A database that cannot be reached is let through: a worker waits for it, and the
     other commands report the connection error themselves."""
-    alias = _db.alias(using)
+    alias = database.alias(using)
     if alias not in connections.settings:
         raise CommandError(f"no database {alias!r} in DATABASES (--database, or BOSON['DATABASE'])")
     try:

@@ -13,7 +13,7 @@ from prometheus_client.registry import Collector
 
 from boson_django import clock
 from boson_django.metrics import REGISTRY
-from boson_django.services import _db
+from boson_django import database
 from boson_django.states import JobState
 
 log = logging.getLogger("boson_django.metrics")
@@ -32,7 +32,7 @@ class StoreCollector(Collector):
         """Inside a transaction (``ATOMIC_REQUESTS``, a test's, a view wrapping this one in
         ``atomic``) the reads run in a savepoint and the connection is left open: closing
         it ended the caller's transaction, and a failed read aborted it (PostgreSQL)."""
-        using = _db.alias(self.using)
+        using = database.alias(self.using)
         connection = connections[using]
         nested = connection.in_atomic_block
         up = GaugeMetricFamily("boson_store_up", "1 if the last scrape could read the store.")

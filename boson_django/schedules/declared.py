@@ -18,7 +18,7 @@ from django.core.exceptions import ImproperlyConfigured
 from boson_django import clock, conf, registry, validation
 from boson_django.schedules.slots import Timing
 from boson_django.schedules.spec import Schedule, from_setting
-from boson_django.services import _db
+from boson_django import database
 
 log = logging.getLogger("boson_django.schedules")
 
@@ -75,7 +75,7 @@ def sync_schedules(*, using: str | None = None) -> int:
     """
     from boson_django.models import Schedule as Row
 
-    using = _db.alias(using)
+    using = database.alias(using)
     wanted = declared()
     if _in_sync(wanted, {r.name: r for r in Row.objects.using(using)}):
         return 0
@@ -94,7 +94,7 @@ def _matches(row: Any, values: dict[str, Any]) -> bool:
     return row.declared and all(getattr(row, k) == v for k, v in values.items())
 
 
-@_db.store_transaction
+@database.store_transaction
 def _write(wanted: dict[str, tuple[Schedule, str]], *, using: str) -> int:
     """The locking pass: locks every schedule row (PostgreSQL), so two workers syncing
     at once apply one after the other; each row is compared again under its lock."""

@@ -22,7 +22,8 @@ from boson_django.backend import unique_key_for
 from boson_django.errors import InvalidEnvelope, StoreError
 from boson_django.schedules import slots
 from boson_django.schedules.declared import sync_schedules, timing_of
-from boson_django.services import _db, wakeups
+from boson_django import database
+from boson_django.services import wakeups
 from boson_django.services.enqueue import enqueue
 from boson_django.services.types import Envelope
 
@@ -42,7 +43,7 @@ def run_due(limit: int = 100, *, using: str | None = None, holder: str = "") -> 
     A schedule that cannot enqueue (its task is gone, say) is logged and moved to its
     next slot, so one broken schedule never stops the others.
     """
-    using = _db.alias(using)
+    using = database.alias(using)
     _sync(using)
     names = due_names(limit, using)
     for name in names:
@@ -76,7 +77,7 @@ def due_names(limit: int, using: str) -> list[str]:
     return list(found.order_by("next_run_at", "name").values_list("name", flat=True)[:limit])
 
 
-@_db.store_transaction
+@database.store_transaction
 def tick(name: str, *, using: str | None = None, holder: str = "") -> list[str]:
     """Fire the due slots of one schedule (its missed policy decides late ones).
 
@@ -144,12 +145,12 @@ def _unique_key(row: Any) -> str | None:
 
 
 def _record_slot(name: str, slot: datetime, job_id: str, now: datetime, holder: str, using: str) -> bool:
-    connection = _db.conn(using)
+    connection = database.conn(using)
     with connection.cursor() as cursor:
         cursor.execute(
             "INSERT INTO boson_schedule_slot (schedule, slot_at, job_id, fired_at, holder) VALUES (%s, %s, %s, %s, %s) "
             "ON CONFLICT (schedule, slot_at) DO NOTHING RETURNING id",
-            [name, _db.dt_param(connection, slot), job_id, _db.dt_param(connection, now), holder[:255]],
+            [name, database.dt_param(connection, slot), job_id, database.dt_param(connection, now), holder[:255]],
         )
         return cursor.fetchone() is not None
 
@@ -182,7 +183,7 @@ def _wake(queue: str | None, using: str) -> None:
         log.debug("boson: NOTIFY after a schedule fired failed", exc_info=True)
 
 
-@_db.store_transaction
+@database.store_transaction
 def postpone(name: str, *, using: str | None = None) -> None:
     """Move a schedule that failed to enqueue to its next slot after now; the due slots it
     gives up count as skipped, as late ones do (the admin's "skipped" column)."""
@@ -197,7 +198,7 @@ def postpone(name: str, *, using: str | None = None) -> None:
         row.save(using=using, update_fields=["next_run_at", "skipped_slots"])
 
 
-@_db.store_transaction
+@database.store_transaction
 def run_now(name: str, *, using: str | None = None) -> str:
     """Enqueue the schedule's job at once (the admin's "run now"); slots are untouched.
 
@@ -211,12 +212,12 @@ def run_now(name: str, *, using: str | None = None) -> str:
     (result,) = enqueue([_envelope(row, None, ids.new_id())], using=using)
     row.last_run_at, row.last_job_id = now, result.id
     row.save(using=using, update_fields=["last_run_at", "last_job_id"])
-    _wake(row.queue, _db.alias(using))
+    _wake(row.queue, database.alias(using))
     log.info("boson: schedule %s run now -> job %s", name, result.id)
     return result.id
 
 
-@_db.store_transaction
+@database.store_transaction
 def set_enabled(name: str, enabled: bool, *, using: str | None = None) -> bool:
     """Enable or disable a schedule; returns False if it already was.
 

@@ -20,7 +20,8 @@ from typing import Any, NamedTuple
 from boson_django import clock, conf, transitions
 from boson_django.errors import InvalidEnvelope, LeaseRejected, StoreError
 from boson_django.models import Job
-from boson_django.services import _db, ack_pg, acks, leases, throughput
+from boson_django import database, drivers
+from boson_django.services import ack_pg, acks, leases, throughput
 from boson_django.services.types import LeaseRef
 from boson_django.states import JobState, Outcome
 
@@ -67,11 +68,11 @@ def ack_many(requests: Sequence[AckRequest], *, using: str | None = None) -> lis
     one); the rest, and any of those whose lease no longer held, then take the general
     path in a second transaction.
     """
-    db = _db.alias(using)
+    db = database.alias(using)
     replies: list[AckReply | None] = [None] * len(requests)
     rest = list(range(len(requests)))
-    connection = _db.conn(db)
-    if _db.is_postgres(connection):
+    connection = database.conn(db)
+    if database.is_postgres(connection):
         rest = _ack_plain_pg(requests, replies, connection, db)
     if rest:
         for i, reply in zip(rest, _ack_sliced([requests[i] for i in rest], db)):
@@ -90,15 +91,15 @@ def _ack_sliced(requests: list[AckRequest], using: str) -> list[AckReply]:
     whole batch: a flush of 200 results where SQLite binds 999 parameters (before 3.32),
     or of 6,554 at its default since, failed with "too many SQL variables" every time the
     worker tried it, and the jobs, never acked, ran again once their leases lapsed."""
-    size = _db.most_listed(_db.conn(using), each=_BOUND_PER_ACK, besides=_BOUND_BESIDES_ACKS)
+    size = database.most_listed(database.conn(using), each=_BOUND_PER_ACK, besides=_BOUND_BESIDES_ACKS)
     if len(requests) <= size:  # one slice: no transaction around its own
         return _ack_general(requests, using=using)
     return _ack_in_slices(requests, size, using=using)
 
 
-@_db.store_transaction
+@database.store_transaction
 def _ack_in_slices(requests: list[AckRequest], size: int, *, using: str | None = None) -> list[AckReply]:
-    return [reply for part in _db.in_slices(requests, size) for reply in _ack_general(part, using=using)]
+    return [reply for part in database.in_slices(requests, size) for reply in _ack_general(part, using=using)]
 
 
 def _ack_plain_pg(
@@ -124,7 +125,7 @@ def _ack_plain_pg(
         plain.pop(job_id, None)
     if not plain:
         return list(range(len(requests)))
-    batch = [(ref.job_id, ref.fence, None if ok.result is None else _db.to_json(ok.result)) for _, ref, ok in plain.values()]
+    batch = [(ref.job_id, ref.fence, None if ok.result is None else database.to_json(ok.result)) for _, ref, ok in plain.values()]
     observed = transitions.active()
     done, now = ack_pg.complete(connection, batch, conf.get().RETENTION_MS, details=observed)
     if observed:
@@ -135,7 +136,7 @@ def _ack_plain_pg(
     return [i for i, reply in enumerate(replies) if reply is None]
 
 
-@_db.store_transaction
+@database.store_transaction
 def _ack_general(requests: Sequence[AckRequest], *, using: str | None = None) -> list[AckReply]:
     """Every ack the single statement does not cover, each through the checks and
     transition code of :func:`ack`, sharing one transaction."""
@@ -201,19 +202,19 @@ class _Row:
 def _lock(ids: set[str], using: str) -> dict[str, _Row]:
     """Lock the batch's job rows (PostgreSQL ``FOR UPDATE``, id order: no deadlock between
     two flushes); SQLite holds the file's write lock already."""
-    connection = _db.conn(using)
+    connection = database.conn(using)
     ordered = sorted(ids)
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT id, task, fence, state, lease_expires_at, queue, rate_class, retention_ms, attempt, attempted_at, "
-            f"run_at FROM boson_job WHERE id IN ({_db.placeholders(ordered)}) ORDER BY id{_db.lock_rows(connection)}",
+            f"run_at FROM boson_job WHERE id IN ({database.placeholders(ordered)}) ORDER BY id{drivers.for_connection(connection).lock_rows()}",
             ordered,
         )
         found = [_Row(*row) for row in cursor.fetchall()]
     for row in found:
-        row.lease_expires_at = _db.dt_value(row.lease_expires_at)
-        row.attempted_at = _db.dt_value(row.attempted_at)
-        row.run_at = _db.dt_value(row.run_at)
+        row.lease_expires_at = database.dt_value(row.lease_expires_at)
+        row.attempted_at = database.dt_value(row.attempted_at)
+        row.run_at = database.dt_value(row.run_at)
     return {row.id: row for row in found}
 
 
@@ -248,27 +249,27 @@ def _complete_all(
     if not kept:
         return
     _put_results([(job, ok.result) for job, ok in kept if ok.result is not None], now, using)
-    connection = _db.conn(using)
-    stamp = _db.dt_param(connection, now)
+    connection = database.conn(using)
+    stamp = database.dt_param(connection, now)
     default_ms = conf.get().RETENTION_MS
     cases, params, ids = [], [], []
     for job, _ in kept:
         keep_ms = job.retention_ms if job.retention_ms is not None else default_ms
         cases.append("WHEN %s THEN %s")
-        params += [job.id, _db.dt_param(connection, now + timedelta(milliseconds=keep_ms))]
+        params += [job.id, database.dt_param(connection, now + timedelta(milliseconds=keep_ms))]
         ids.append(job.id)
     with connection.cursor() as cursor:
         cursor.execute(
             "UPDATE boson_job SET state = 'completed', attempt = attempt + 1, lease_holder = NULL, "
             f"lease_expires_at = NULL, finalized_at = %s, expires_at = CASE id {' '.join(cases)} END "
-            f"WHERE id IN ({_db.placeholders(ids)}) AND {_db.in_state('running')}",
+            f"WHERE id IN ({database.placeholders(ids)}) AND {database.in_state('running')}",
             [stamp, *params, *ids],
         )
         assert cursor.rowcount == len(ids), "locked rows changed under the lock"
-        found, keyed = _db.by_key_and_fence("job_id", [(job.id, job.fence) for job, _ in kept])
+        found, keyed = database.by_key_and_fence("job_id", [(job.id, job.fence) for job, _ in kept])
         cursor.execute(
-            f"UPDATE boson_run SET finished_at = %s, outcome = 'success', error = '', logs = %s{_db.json_cast(connection)}, "
-            f"recorded = FALSE WHERE {found} AND {_db.STILL_OPEN}",
+            f"UPDATE boson_run SET finished_at = %s, outcome = 'success', error = '', logs = %s{drivers.for_connection(connection).json_cast()}, "
+            f"recorded = FALSE WHERE {found} AND {database.STILL_OPEN}",
             [stamp, "[]", *keyed],
         )
 
@@ -277,12 +278,12 @@ def _put_results(results: list[tuple[_Row, Any]], now: datetime, using: str) -> 
     """Upsert the batch's results (one statement), stamped with attempt and fence."""
     if not results:
         return
-    connection = _db.conn(using)
-    cast, stamp = _db.json_cast(connection), _db.dt_param(connection, now)
+    connection = database.conn(using)
+    cast, stamp = drivers.for_connection(connection).json_cast(), database.dt_param(connection, now)
     row = f"(%s, 'result', %s, %s, %s, %s{cast})"
     params: list[Any] = []
     for job, data in results:
-        params += [job.id, job.attempt + 1, job.fence, stamp, _db.to_json(data)]
+        params += [job.id, job.attempt + 1, job.fence, stamp, database.to_json(data)]
     with connection.cursor() as cursor:
         cursor.execute(
             f"INSERT INTO boson_job_data (job_id, kind, attempt, fence, at, data) VALUES {', '.join([row] * len(results))} "

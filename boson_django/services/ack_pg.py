@@ -22,7 +22,8 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from boson_django import clock
-from boson_django.services import _db, throughput
+from boson_django import database
+from boson_django.services import throughput
 
 #: Sequential scans off, so a plan made while the run table looked empty (a new store,
 #: or statistics older than the runs since: a prepared statement's generic plan outlives
@@ -46,7 +47,7 @@ _PLANNER = ("enable_seqscan = off", "jit = off")
 #: (``throughput.Tally`` does the same), so two flushes lock shared rows in one order.
 #: The acks go as one JSON object, job id -> [fence, result], read
 #: once (the ``acks`` CTE) and looked up by key per job. The state test is written so
-#: that it matches no partial index (``_db.in_state``): with ``state = 'running'`` beside
+#: that it matches no partial index (``database.in_state``): with ``state = 'running'`` beside
 #: the key the planner took the partial index of running jobs and filtered all of them
 #: for each ack (29 ms for 256 acks with 256 running, against the primary key's 3 ms,
 #: measured).
@@ -134,15 +135,15 @@ def complete(
     parameter element by element in Python (~1 us each, three per ack), the JSON encoder
     the whole batch in C."""
     by_id = {job_id: [fence, result] for job_id, fence, result in acks}
-    rows = _db.one_statement(
-        connection, _sql(details), [_db.to_json(by_id), retention_ms, random.randrange(throughput.SHARDS)],
+    rows = database.one_statement(
+        connection, _sql(details), [database.to_json(by_id), retention_ms, random.randrange(throughput.SHARDS)],
         planner=_PLANNER,
     )
-    now = _db.dt_not_null(rows[0]["store_now"])
+    now = database.dt_not_null(rows[0]["store_now"])
     done: dict[str, Completed | None]
     if details:
         done = {
-            row["id"]: Completed(row["id"], row["task"], row["queue"], row["fence"], _db.dt_value(row["attempted_at"]))
+            row["id"]: Completed(row["id"], row["task"], row["queue"], row["fence"], database.dt_value(row["attempted_at"]))
             for row in rows if row["id"] is not None
         }
     else:
@@ -152,4 +153,4 @@ def complete(
 
 @functools.cache
 def _sql(details: bool) -> str:
-    return _COMPLETE.format(now=clock.PG_NOW, running=_db.in_state("running"), returned=_DETAILS if details else _IDS)
+    return _COMPLETE.format(now=clock.PG_NOW, running=database.in_state("running"), returned=_DETAILS if details else _IDS)

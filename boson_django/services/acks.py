@@ -11,7 +11,8 @@ from typing import Any
 from boson_django import clock, conf, policies, transitions, validation
 from boson_django.errors import InvalidEnvelope
 from boson_django.models import Job, JobData
-from boson_django.services import _db, buckets, history, leases, throughput
+from boson_django import database
+from boson_django.services import buckets, history, leases, throughput
 from boson_django.states import ATTEMPT_SPENDING, RECORDED_OUTCOMES, JobState, Outcome, ends_in
 
 _rng = random.Random()
@@ -62,7 +63,7 @@ def check(
     return Checked(parsed, delay, weight, logs, result, error)
 
 
-@_db.store_transaction
+@database.store_transaction
 def ack(
     lease: Any,
     outcome: Outcome | str,
@@ -226,8 +227,8 @@ def delete_jobs(job_ids: Sequence[str], using: str) -> int:
     """Delete jobs with their runs and side data (the row is gone: not a state)."""
     if not job_ids:
         return 0
-    connection = _db.conn(using)
-    marks = _db.placeholders(job_ids)
+    connection = database.conn(using)
+    marks = database.placeholders(job_ids)
     with connection.cursor() as cursor:
         cursor.execute(f"DELETE FROM boson_run WHERE job_id IN ({marks})", list(job_ids))
         cursor.execute(f"DELETE FROM boson_job_data WHERE job_id IN ({marks})", list(job_ids))

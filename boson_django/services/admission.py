@@ -12,7 +12,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from boson_django import clock, transitions, validation
-from boson_django.services import _db, claim_pg, history
+from boson_django import database, drivers
+from boson_django.services import claim_pg, history
 from boson_django.services.buckets import Buckets
 from boson_django.services.jobrows import JOB_COLUMNS, UNREADABLE, decoded, envelope_from_row, first_run
 from boson_django.services.types import AdmissionUnit, LeaseRef
@@ -35,8 +36,8 @@ class _ActiveLimits:
         wanted = sorted(t for t in tasks if t not in self.free)
         if not wanted:
             return
-        with _db.conn(self.using).cursor() as cursor:
-            rows, busy = _db.lock_by_key(
+        with database.conn(self.using).cursor() as cursor:
+            rows, busy = database.lock_by_key(
                 cursor, "boson_task_config", "task", "max_active", wanted, wait=wait,
                 where="max_active IS NOT NULL",
             )
@@ -51,7 +52,7 @@ class _ActiveLimits:
             return {}
         cursor.execute(
             "SELECT task, COUNT(*) FROM boson_job WHERE state = 'running' "
-            f"AND task IN ({_db.placeholders(tasks)}) GROUP BY task",
+            f"AND task IN ({database.placeholders(tasks)}) GROUP BY task",
             tasks,
         )
         return dict(cursor.fetchall())
@@ -96,9 +97,9 @@ def admit(
     wanted = [validation.name(q, "queues") for q in (queues or [])]
     if limit == 0:
         return []
-    db = _db.alias(using)
-    connection = _db.conn(db)
-    if not _db.is_postgres(connection):
+    db = database.alias(using)
+    connection = database.conn(db)
+    if not database.is_postgres(connection):
         return _admit(worker_id, wanted, limit, lease_ms=lease_ms, using=db)
     rows, held, now = claim_pg.claim_free(connection, worker_id, wanted, limit, lease_ms)
     units = [_unit(row) for row in rows]
@@ -122,12 +123,12 @@ def _claim_order(unit: AdmissionUnit) -> tuple[int, Any, str]:
 _BOUND_PER_CLAIM, _BOUND_BESIDES_CLAIMS = 5, 8
 
 
-@_db.store_transaction
+@database.store_transaction
 def _admit(
     worker_id: str, wanted: list[str], limit: int, *, lease_ms: int | None, using: str
 ) -> list[AdmissionUnit]:
     """The general path: buckets and caps decide, candidate by candidate, in bounded rounds."""
-    limit = min(limit, _db.most_listed(_db.conn(using), each=_BOUND_PER_CLAIM, besides=_BOUND_BESIDES_CLAIMS))
+    limit = min(limit, database.most_listed(database.conn(using), each=_BOUND_PER_CLAIM, besides=_BOUND_BESIDES_CLAIMS))
     now = clock.now(using)
     buckets, caps = Buckets(using, now), _ActiveLimits(using)
     picked = _pick(using, wanted, limit, buckets, caps)
@@ -186,29 +187,29 @@ def _candidates(
 ) -> list[dict[str, Any]]:
     """Claimable rows in claim order; paused queues are skipped by a subquery (no round
     trip of its own)."""
-    connection = _db.conn(using)
+    connection = database.conn(using)
     where = ["state = 'available'", "queue NOT IN (SELECT name FROM boson_queue WHERE paused)"]
     params: list[Any] = []
     if lanes:
-        where.append(f"queue IN ({_db.placeholders(lanes)})")
+        where.append(f"queue IN ({database.placeholders(lanes)})")
         params += lanes
     if blocked_classes:
-        where.append(f"(rate_class IS NULL OR rate_class NOT IN ({_db.placeholders(blocked_classes)}))")
+        where.append(f"(rate_class IS NULL OR rate_class NOT IN ({database.placeholders(blocked_classes)}))")
         params += sorted(blocked_classes)
     if blocked_tasks:
-        where.append(f"task NOT IN ({_db.placeholders(blocked_tasks)})")
+        where.append(f"task NOT IN ({database.placeholders(blocked_tasks)})")
         params += sorted(blocked_tasks)
     if taken:
-        where.append(f"id NOT IN ({_db.placeholders(taken)})")
+        where.append(f"id NOT IN ({database.placeholders(taken)})")
         params += taken
     sql = (
         "SELECT id, task, rate_class, weight, lease_ms FROM boson_job "
         f"WHERE {' AND '.join(where)} ORDER BY priority DESC, run_at, id LIMIT %s"
-        f"{_db.lock_rows_skip_locked(connection)}"
+        f"{drivers.for_connection(connection).lock_rows_skip_locked()}"
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, params + [need])
-        return _db.fetch_dicts(cursor)
+        return database.fetch_dicts(cursor)
 
 
 def _claim(
@@ -216,26 +217,26 @@ def _claim(
     lease_ms: int | None, buckets: Buckets,
 ) -> list[dict[str, Any]]:
     """One UPDATE for the batch; per-job lease expiry and charge come from CASE lists."""
-    connection = _db.conn(using)
+    connection = database.conn(using)
     expiry_cases, charge_cases, params_e, params_c, ids = [], [], [], [], []
     for cand in picked:
         expires = now + timedelta(milliseconds=lease_ms or cand["lease_ms"])
         expiry_cases.append("WHEN %s THEN %s")
-        params_e += [cand["id"], _db.dt_param(connection, expires)]
+        params_e += [cand["id"], database.dt_param(connection, expires)]
         charge_cases.append("WHEN %s THEN %s")
         params_c += [cand["id"], cand["charged"]]
         ids.append(cand["id"])
-    stamp = _db.dt_param(connection, now)
+    stamp = database.dt_param(connection, now)
     sql = (
         "UPDATE boson_job SET state = 'running', fence = fence + 1, lease_holder = %s, "
         f"lease_expires_at = CASE id {' '.join(expiry_cases)} END, "
         f"charged_weight = CASE id {' '.join(charge_cases)} END, "
         "started_at = COALESCE(started_at, %s), attempted_at = %s "
-        f"WHERE id IN ({_db.placeholders(ids)}) AND {_db.in_state('available')} RETURNING {JOB_COLUMNS}, {_EXTRA}"
+        f"WHERE id IN ({database.placeholders(ids)}) AND {database.in_state('available')} RETURNING {JOB_COLUMNS}, {_EXTRA}"
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, [worker_id, *params_e, *params_c, stamp, stamp, *ids])
-        rows = _db.fetch_dicts(cursor)
+        rows = database.fetch_dicts(cursor)
     order = {job_id: i for i, job_id in enumerate(ids)}
     rows.sort(key=lambda r: order[r["id"]])
     return rows
@@ -248,10 +249,10 @@ def _unit(row: dict[str, Any]) -> AdmissionUnit:
         attempt=row["attempt"],
         crash_attempt=row["crash_attempt"],
         checkpoint=decoded(row["checkpoint"], UNREADABLE),
-        lease_expires_at=_db.dt_not_null(row["lease_expires_at"]),
-        enqueued_at=_db.dt_value(row["enqueued_at"]),
-        started_at=_db.dt_value(row["started_at"]),
-        attempted_at=_db.dt_value(row["attempted_at"]),
+        lease_expires_at=database.dt_not_null(row["lease_expires_at"]),
+        enqueued_at=database.dt_value(row["enqueued_at"]),
+        started_at=database.dt_value(row["started_at"]),
+        attempted_at=database.dt_value(row["attempted_at"]),
         first_run=bool(row["first_run"]),
     )
 

@@ -8,7 +8,8 @@ from typing import Any
 from boson_django import clock, validation
 from boson_django.models import Bucket
 from boson_django.policies import BucketState
-from boson_django.services import _db, wakeups
+from boson_django import database
+from boson_django.services import wakeups
 
 
 class Buckets:
@@ -31,12 +32,12 @@ class Buckets:
         wanted = sorted(n for n in names if n and n not in self.loaded and n not in self.busy)
         if not wanted:
             return
-        with _db.conn(self.using).cursor() as cursor:
-            rows, busy = _db.lock_by_key(
+        with database.conn(self.using).cursor() as cursor:
+            rows, busy = database.lock_by_key(
                 cursor, "boson_bucket", "name", '"limit", window_ms, burst, tokens, refilled_at', wanted, wait=wait
             )
         for name, limit, window_ms, burst, tokens, refilled_at in rows:
-            state = BucketState(limit, window_ms, burst, tokens, _db.dt_not_null(refilled_at))
+            state = BucketState(limit, window_ms, burst, tokens, database.dt_not_null(refilled_at))
             state.refill(self.now)
             self.loaded[name] = state
         self.busy.update(busy)
@@ -90,13 +91,13 @@ class Buckets:
         return None if state is None else state.ms_until(weight)
 
     def save(self) -> None:
-        connection = _db.conn(self.using)
+        connection = database.conn(self.using)
         with connection.cursor() as cursor:
             for name, state in self.loaded.items():
                 if state is not None:
                     cursor.execute(
                         "UPDATE boson_bucket SET tokens = %s, refilled_at = %s WHERE name = %s",
-                        [state.tokens, _db.dt_param(connection, state.refilled_at), name],
+                        [state.tokens, database.dt_param(connection, state.refilled_at), name],
                     )
 
 
@@ -111,7 +112,7 @@ def reconcile(
     return charge
 
 
-@_db.store_transaction
+@database.store_transaction
 def set_rate_limit(
     name: str, limit: int, window_ms: int, burst: int = 0, *, using: str | None = None
 ) -> Bucket:
@@ -139,7 +140,7 @@ def set_rate_limit(
     return bucket
 
 
-@_db.store_transaction
+@database.store_transaction
 def delete_rate_limit(name: str, *, using: str | None = None) -> bool:
     """Delete a rate class's bucket: the class is unlimited again, as a class that was
     never configured is. ``False`` when it had none. Idempotent.
@@ -159,7 +160,7 @@ def delete_rate_limit(name: str, *, using: str | None = None) -> bool:
 
 def bucket_tokens(name: str, *, using: str | None = None) -> float | None:
     """Tokens a bucket holds now on the store clock (read-only; None if unconfigured)."""
-    bucket: Any = Bucket.objects.using(_db.alias(using)).filter(name=name).first()
+    bucket: Any = Bucket.objects.using(database.alias(using)).filter(name=name).first()
     if bucket is None:
         return None
     state = BucketState(bucket.limit, bucket.window_ms, bucket.burst, bucket.tokens, bucket.refilled_at)

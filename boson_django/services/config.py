@@ -11,7 +11,7 @@ from boson_django.policies import UNIQUENESS
 from boson_django.errors import UnregisteredTaskWarning
 from boson_django.models import TaskConfig
 from boson_django.services import wakeups
-from boson_django.services._db import store_transaction
+from boson_django.database import store_transaction
 
 POLICY_FIELDS = (
     "max_attempts", "max_active", "rate_class", "weight", "retention_ms",

@@ -20,7 +20,8 @@ from django.db.models import Count
 from boson_django import clock, transitions, validation
 from boson_django.errors import ControlInterrupted, UnknownJob
 from boson_django.models import Job, QuarantinedFingerprint
-from boson_django.services import _db, acks, buckets, history, wakeups
+from boson_django import database
+from boson_django.services import acks, buckets, history, wakeups
 from boson_django.states import Event, JobState, allows
 
 CANCELLED_ERROR = "boson_django.errors.JobCancelled: cancelled by operator"
@@ -53,8 +54,8 @@ Chunk = Callable[..., Controlled]
 def _in_chunks(control: Chunk, job_ids: Iterable[str], using: str | None) -> Controlled:
     """Run ``control`` (one transaction) over the distinct, checked ids, a chunk at a time."""
     ids = _checked(job_ids)
-    size = min(CHUNK, _db.most_listed(_db.conn(using), each=2, besides=_BOUND_BESIDES_JOBS))
-    return _each_chunk([(chunk, chunk) for chunk in _db.in_slices(ids, size)], control, using, Controlled())
+    size = min(CHUNK, database.most_listed(database.conn(using), each=2, besides=_BOUND_BESIDES_JOBS))
+    return _each_chunk([(chunk, chunk) for chunk in database.in_slices(ids, size)], control, using, Controlled())
 
 
 #: Parameters a control's statements bind besides two per job (the runs a cancel closes
@@ -128,7 +129,7 @@ def cancel_jobs(job_ids: Iterable[str], *, using: str | None = None) -> Controll
     return _in_chunks(_cancel_chunk, job_ids, using)
 
 
-@_db.store_transaction
+@database.store_transaction
 def _cancel_chunk(job_ids: Sequence[str], *, using: str | None = None) -> Controlled:
     """Locks the jobs, then (after all of them, as an ack does) their rate classes' buckets."""
     assert using is not None
@@ -191,7 +192,7 @@ def retry_jobs(job_ids: Iterable[str], *, using: str | None = None) -> Controlle
     return _in_chunks(_retry_chunk, job_ids, using)
 
 
-@_db.store_transaction
+@database.store_transaction
 def _retry_chunk(job_ids: Sequence[str], *, using: str | None = None) -> Controlled:
     assert using is not None
     jobs, result = _lock(job_ids, Event.RETRY, using)
@@ -260,7 +261,7 @@ def _fingerprints_of(job_ids: Sequence[str], using: str | None) -> dict[str, str
     found: dict[str, str] = {}
     for start in range(0, len(job_ids), CHUNK):
         chunk = job_ids[start : start + CHUNK]
-        found.update(Job.objects.using(_db.alias(using)).filter(id__in=chunk).values_list("id", "fingerprint"))
+        found.update(Job.objects.using(database.alias(using)).filter(id__in=chunk).values_list("id", "fingerprint"))
     return found
 
 
@@ -269,7 +270,7 @@ def _parked_counts(fingerprints: dict[str, str], using: str | None) -> dict[str,
     distinct = sorted(set(fingerprints.values()))
     counts: dict[str, int] = {}
     for start in range(0, len(distinct), CHUNK):
-        counts.update(Job.objects.using(_db.alias(using))
+        counts.update(Job.objects.using(database.alias(using))
                       .filter(fingerprint__in=distinct[start : start + CHUNK], state=JobState.QUARANTINED.value)
                       .values("fingerprint").annotate(n=Count("id")).values_list("fingerprint", "n"))
     return counts
@@ -294,7 +295,7 @@ def _by_fingerprint(job_ids: list[str], fingerprints: dict[str, str], parked: di
     return chunks
 
 
-@_db.store_transaction
+@database.store_transaction
 def _release_chunk(asked: dict[str, list[str]], *, using: str | None = None) -> Controlled:
     """Releases each fingerprint one of whose asked-for jobs is still quarantined."""
     assert using is not None

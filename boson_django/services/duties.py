@@ -5,10 +5,10 @@ from __future__ import annotations
 from datetime import timedelta
 
 from boson_django import clock, validation
-from boson_django.services import _db
+from boson_django import database
 
 
-@_db.store_transaction
+@database.store_transaction
 def claim_duty(name: str, holder: str, lease_ms: int, *, using: str | None = None) -> bool:
     """Take or extend the duty; ``False`` means someone else holds an unexpired lease.
 
@@ -18,10 +18,10 @@ def claim_duty(name: str, holder: str, lease_ms: int, *, using: str | None = Non
     name = validation.name(name, "name")
     holder = validation.name(holder, "holder", max_len=255)
     lease_ms = validation.whole(lease_ms, "lease_ms", minimum=1)
-    connection = _db.conn(using)
+    connection = database.conn(using)
     now = clock.now(using)
-    stamp = _db.dt_param(connection, now)
-    expires = _db.dt_param(connection, now + timedelta(milliseconds=lease_ms))
+    stamp = database.dt_param(connection, now)
+    expires = database.dt_param(connection, now + timedelta(milliseconds=lease_ms))
     with connection.cursor() as cursor:
         cursor.execute(
             "INSERT INTO boson_duty (name, holder, expires_at, claimed_at) VALUES (%s, %s, %s, %s) "
@@ -34,13 +34,13 @@ def claim_duty(name: str, holder: str, lease_ms: int, *, using: str | None = Non
         return cursor.fetchone() is not None
 
 
-@_db.store_transaction
+@database.store_transaction
 def release_duty(name: str, holder: str, *, using: str | None = None) -> None:
     """Expire the duty at once if ``holder`` holds it; a non-holder changes nothing."""
     name = validation.name(name, "name")
     holder = validation.name(holder, "holder", max_len=255)
-    connection = _db.conn(using)
-    stamp = _db.dt_param(connection, clock.now(using))
+    connection = database.conn(using)
+    stamp = database.dt_param(connection, clock.now(using))
     with connection.cursor() as cursor:
         cursor.execute(
             "UPDATE boson_duty SET expires_at = %s WHERE name = %s AND holder = %s AND expires_at > %s",

@@ -17,7 +17,8 @@ from django.db import DatabaseError, IntegrityError
 from boson_django import clock, conf, ids, policies, registry, tracing, transitions, validation
 from boson_django.errors import DuplicateJobId, InvalidEnvelope
 from boson_django.models import QuarantinedFingerprint
-from boson_django.services import _db, config, enqueue_pg, history, migrated, wakeups
+from boson_django import database, drivers
+from boson_django.services import config, enqueue_pg, history, migrated, wakeups
 from boson_django.services.types import EnqueueResult, Envelope
 from boson_django.states import UNIQUE_HOLDING, JobState
 
@@ -90,7 +91,7 @@ def enqueue(
     (:func:`wakeups.notify_at_commit`).
     """
     with tracing.enqueue_span(list(envelopes)) as batch:
-        results, rows = _submit(batch, unique, _db.alias(using))
+        results, rows = _submit(batch, unique, database.alias(using))
         tracing.enqueued(rows)
         return results
 
@@ -99,7 +100,7 @@ def enqueue_one(envelope: Envelope, *, using: str | None = None) -> Enqueued:
     """:func:`enqueue` of one envelope, with its row (the Tasks backend builds its result
     from it)."""
     with tracing.enqueue_span([envelope]) as batch:
-        results, rows = _submit(batch, True, _db.alias(using))
+        results, rows = _submit(batch, True, database.alias(using))
         tracing.enqueued(rows)
     return Enqueued(results[0], rows[0])
 
@@ -114,8 +115,8 @@ def _submit(batch: list[Envelope], unique: bool, using: str) -> tuple[list[Enque
 
 
 def _submit_to(batch: list[Envelope], unique: bool, using: str) -> tuple[list[EnqueueResult], list[dict[str, Any]]]:
-    connection = _db.conn(using)
-    if len(batch) == 1 and _db.is_postgres(connection) and not connection.in_atomic_block:
+    connection = database.conn(using)
+    if len(batch) == 1 and database.is_postgres(connection) and not connection.in_atomic_block:
         if connection.get_autocommit():  # connects first, as Django's does
             done = _enqueue_alone(batch[0], unique, using, connection)
             if done is not None:
@@ -167,18 +168,18 @@ def _enqueue_alone(env: Envelope, unique: bool, using: str, connection: Any) -> 
     return None
 
 
-@_db.store_transaction
+@database.store_transaction
 def _enqueue(batch: list[Envelope], *, unique: bool, using: str) -> tuple[list[EnqueueResult], list[dict[str, Any]]]:
     if not batch:
         return [], []
-    connection = _db.conn(using)
-    if _db.is_postgres(connection) and len(batch) >= COPY_FROM:
+    connection = database.conn(using)
+    if database.is_postgres(connection) and len(batch) >= COPY_FROM:
         return _enqueue_copied(batch, unique, connection, using)
     checks = _Checks()
     checked = [checks.check(env, i) for i, env in _numbered(batch)]
     tasks = {values["task"] for values in checked}
     parked: Mapping[str, Any]  # fingerprint -> what holds it in quarantine
-    if _db.is_postgres(connection):  # one round trip for what SQLite reads in four queries
+    if database.is_postgres(connection):  # one round trip for what SQLite reads in four queries
         fingerprints = {values["fingerprint"] for values in checked}
         pre = enqueue_pg.preflight(connection, tasks, fingerprints, _explicit_ids(batch))
         fill = _Policies(pre.configs)
@@ -423,7 +424,7 @@ def _first_existing(ids: list[str], using: str) -> str | None:
     from boson_django.models import Job
 
     jobs = Job.objects.using(using)
-    for part in _db.in_slices(ids, _db.most_listed(_db.conn(using))):
+    for part in database.in_slices(ids, database.most_listed(database.conn(using))):
         found = jobs.filter(id__in=part).values_list("id", flat=True).first()
         if found is not None:
             return str(found)
@@ -443,7 +444,7 @@ def _tasks(batch: Sequence[Any]) -> set[str]:
 def _quarantined(rows: Sequence[dict[str, Any]], using: str) -> dict[str, QuarantinedFingerprint]:
     fingerprints = list({values["fingerprint"] for values in rows})
     parked = QuarantinedFingerprint.objects.using(using)
-    return {q.fingerprint: q for part in _db.in_slices(fingerprints, _db.most_listed(_db.conn(using)))
+    return {q.fingerprint: q for part in database.in_slices(fingerprints, database.most_listed(database.conn(using)))
             for q in parked.filter(fingerprint__in=part)}
 
 
@@ -459,7 +460,7 @@ def _initial_state(values: dict[str, Any], now: datetime, parked: Mapping[str, A
 
 def _ensure_queues(names: set[str], connection: Any) -> None:
     with connection.cursor() as cursor:
-        for part in _db.in_slices(sorted(names), _db.most_listed(connection, each=2)):
+        for part in database.in_slices(sorted(names), database.most_listed(connection, each=2)):
             cursor.execute(
                 f"INSERT INTO boson_queue (name, paused) VALUES {', '.join(['(%s, %s)'] * len(part))} "
                 "ON CONFLICT (name) DO NOTHING",
@@ -471,7 +472,7 @@ def _insert_all(rows: list[dict[str, Any]], connection: Any, copied: set[str] | 
     """Insert the rows not ``copied`` already and the queue rows, then map skipped rows to
     the live job holding their key (retrying a vanished holder)."""
     queues = {values["queue"] for values in rows}
-    postgres = _db.is_postgres(connection)
+    postgres = database.is_postgres(connection)
     created = set(copied or ())
     pending = [values for values in rows if values["id"] not in created] if created else rows
     if not postgres or not pending:  # PostgreSQL creates them in the first INSERT otherwise
@@ -480,9 +481,9 @@ def _insert_all(rows: list[dict[str, Any]], connection: Any, copied: set[str] | 
     if not pending:
         return [_result(values, created, {}) for values in rows]
     pending = _in_key_order(pending)
-    size = min(CHUNK, _db.most_listed(connection, each=len(_COLUMNS)))
+    size = min(CHUNK, database.most_listed(connection, each=len(_COLUMNS)))
     for _ in range(10):
-        for part in _db.in_slices(pending, size):
+        for part in database.in_slices(pending, size):
             created |= _insert_chunk(part, connection, queues if postgres else set())
             queues = set()
         holders = _key_holders({v["unique_key"] for v in pending if v["id"] not in created}, connection)
@@ -509,13 +510,13 @@ def _result(values: dict[str, Any], created: set[str], holders: dict[str, str]) 
 
 def _insert_chunk(rows: list[dict[str, Any]], connection: Any, queues: set[str]) -> set[str]:
     """``queues`` (PostgreSQL): queue rows to create in the same statement (a CTE)."""
-    cast = _db.json_cast(connection)
+    cast = drivers.for_connection(connection).json_cast()
     one = "(" + ", ".join(f"%s{cast}" if c in _JSON_COLUMNS else "%s" for c in _COLUMNS) + ")"
     params: list[Any] = []
     for values in rows:
         for column in _COLUMNS:
             value = values[column]
-            params.append(_db.dt_param(connection, value) if isinstance(value, datetime) else value)
+            params.append(database.dt_param(connection, value) if isinstance(value, datetime) else value)
     sql = (
         f"INSERT INTO boson_job ({', '.join(_COLUMNS)}) VALUES {', '.join([one] * len(rows))} "
         f"{_CONFLICT} RETURNING id"
@@ -539,9 +540,9 @@ def _key_holders(keys: set[Any], connection: Any) -> dict[str, str]:
         return {}
     holders: dict[str, str] = {}
     with connection.cursor() as cursor:
-        for part in _db.in_slices(sorted(keys), _db.most_listed(connection)):
+        for part in database.in_slices(sorted(keys), database.most_listed(connection)):
             cursor.execute(
-                f"SELECT unique_key, id FROM boson_job WHERE unique_key IN ({_db.placeholders(part)}) "
+                f"SELECT unique_key, id FROM boson_job WHERE unique_key IN ({database.placeholders(part)}) "
                 f"AND state IN ({_HOLDING_SQL})",
                 part,
             )

@@ -25,7 +25,7 @@ from django.db import IntegrityError
 
 from boson_django import clock
 from boson_django.errors import DuplicateJobId
-from boson_django.services import _db
+from boson_django import database
 
 #: What an enqueue transaction reads before it inserts: the store clock, the TaskConfig
 #: rows of its tasks, its quarantined fingerprints and whether an explicit id exists. The
@@ -198,10 +198,10 @@ def insert_alone(
     """
     params = [
         *statement.row(values), values["run_at"], values["fingerprint"], values["task"],
-        None if assumed is None else _db.to_json(assumed), channel,
+        None if assumed is None else database.to_json(assumed), channel,
     ]
     try:
-        rows = _db.one_statement(connection, statement.sql, params)
+        rows = database.one_statement(connection, statement.sql, params)
     except IntegrityError as exc:  # the explicit id exists
         raise DuplicateJobId(f"job id {values['id']!r} already exists") from exc
     if not rows:

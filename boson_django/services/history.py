@@ -9,7 +9,7 @@ from typing import Any
 
 from boson_django.models import Run
 from boson_django.validation import storable_text
-from boson_django.services import _db
+from boson_django import database, drivers
 
 MAX_LOG_LINES = 200
 MAX_LOG_CHARS = 64_000
@@ -24,13 +24,13 @@ def open_runs(jobs: Iterable[Mapping[str, Any]], worker_id: str, now: datetime, 
     rows = list(jobs)
     if not rows:
         return
-    connection = _db.conn(using)
-    stamp = _db.dt_param(connection, now)
-    one = f"(%s, %s, %s, %s, %s, %s, %s, NULL, '', '', %s{_db.json_cast(connection)}, FALSE)"
+    connection = database.conn(using)
+    stamp = database.dt_param(connection, now)
+    one = f"(%s, %s, %s, %s, %s, %s, %s, NULL, '', '', %s{drivers.for_connection(connection).json_cast()}, FALSE)"
     params: list[Any] = []
     for job in rows:
         params += [job["id"], job["task"], job["queue"], job["attempt"] + 1, job["fence"], worker_id, stamp, "[]"]
-    size = min(_CHUNK, _db.most_listed(connection, each=8))  # 125 runs where SQLite binds 999 parameters
+    size = min(_CHUNK, database.most_listed(connection, each=8))  # 125 runs where SQLite binds 999 parameters
     with connection.cursor() as cursor:
         for start in range(0, len(rows), size):
             chunk = params[start * 8 : (start + size) * 8]
@@ -91,13 +91,13 @@ def close_runs(
     """Close many runs with one outcome (sweeps): one statement."""
     if not closing:
         return
-    connection = _db.conn(using)
-    found, keyed = _db.by_key_and_fence("job_id", closing)
+    connection = database.conn(using)
+    found, keyed = database.by_key_and_fence("job_id", closing)
     with connection.cursor() as cursor:
         cursor.execute(
             "UPDATE boson_run SET finished_at = %s, outcome = %s, error = %s, recorded = TRUE "
-            f"WHERE {found} AND {_db.STILL_OPEN}",
-            [_db.dt_param(connection, now), outcome, error, *keyed],
+            f"WHERE {found} AND {database.STILL_OPEN}",
+            [database.dt_param(connection, now), outcome, error, *keyed],
         )
 
 

@@ -13,7 +13,7 @@ from django.db.models import Count, DurationField, ExpressionWrapper, F
 
 from boson_django import validation
 from boson_django.models import Job, JobData, Run
-from boson_django.services import _db
+from boson_django import database
 from boson_django.services.jobrows import envelope_from_job
 from boson_django.services.types import (
     AttemptRecord, Envelope, JobInfo, JobOutput, JobProgress, JobResult, RunInfo,
@@ -32,14 +32,14 @@ _RUN_FIELDS = (
 
 
 def job_state(job_id: str, *, using: str | None = None) -> tuple[Envelope, str] | None:
-    job = Job.objects.using(_db.alias(using)).filter(id=job_id).first()
+    job = Job.objects.using(database.alias(using)).filter(id=job_id).first()
     return None if job is None else (envelope_from_job(job), job.state)
 
 
 def errors(job_id: str, *, using: str | None = None) -> list[AttemptRecord]:
     """Closed attempt records, oldest first."""
     runs = (
-        Run.objects.using(_db.alias(using))
+        Run.objects.using(database.alias(using))
         .filter(job_id=job_id, recorded=True, finished_at__isnull=False)
         .order_by("finished_at", "id")
     )
@@ -51,7 +51,7 @@ def errors(job_id: str, *, using: str | None = None) -> list[AttemptRecord]:
 
 def counts(queue: str | None = None, *, using: str | None = None) -> dict[str, int]:
     """Jobs per state (every state present, zero included)."""
-    qs = Job.objects.using(_db.alias(using))
+    qs = Job.objects.using(database.alias(using))
     if queue is not None:
         qs = qs.filter(queue=validation.name(queue, "queue"))
     found = dict(qs.order_by().values_list("state").annotate(n=_count()).values_list("state", "n"))
@@ -68,7 +68,7 @@ def list_jobs(
 ) -> list[JobInfo]:
     """Priority then age within a queue; never loads payloads or results. A state that
     is none of the states is refused (a typo would list nothing, silently)."""
-    qs = Job.objects.using(_db.alias(using))
+    qs = Job.objects.using(database.alias(using))
     if state is not None:
         qs = qs.filter(state=validation.one_of(getattr(state, "value", state), _STATES, "state"))
     for field, value in (("queue", queue), ("task", task)):
@@ -83,7 +83,7 @@ def list_runs(
     job_id: str | None = None, offset: int = 0, limit: int = 100, *, using: str | None = None
 ) -> list[RunInfo]:
     """Runs newest first (optionally of one job)."""
-    qs = Run.objects.using(_db.alias(using))
+    qs = Run.objects.using(database.alias(using))
     if job_id is not None:
         qs = qs.filter(job_id=job_id)
     start, end = _page(offset, limit)
@@ -98,12 +98,12 @@ def _page(offset: Any, limit: Any) -> tuple[int, int]:
 
 def count_runs_since(at: datetime, *, using: str | None = None) -> int:
     """Runs started at or after ``at`` (store time)."""
-    return Run.objects.using(_db.alias(using)).filter(started_at__gte=validation.aware(at, "at")).count()
+    return Run.objects.using(database.alias(using)).filter(started_at__gte=validation.aware(at, "at")).count()
 
 
 def all_enqueued(*, using: str | None = None) -> list[Envelope]:
     """Every job the store holds, id-ordered (deleted jobs are gone)."""
-    return [envelope_from_job(job) for job in Job.objects.using(_db.alias(using)).order_by("id").iterator()]
+    return [envelope_from_job(job) for job in Job.objects.using(database.alias(using)).order_by("id").iterator()]
 
 
 def task_run_stats(task: str, *, since: datetime | None = None, using: str | None = None) -> dict[str, Any]:
@@ -114,7 +114,7 @@ def task_run_stats(task: str, *, since: datetime | None = None, using: str | Non
 
     Counted and ranked by the database, one row read per percentile: a task's runs can
     number millions, and loading each to sort them here cost memory in proportion."""
-    runs = Run.objects.using(_db.alias(using)).filter(task=validation.name(task, "task"), finished_at__isnull=False).exclude(worker_id="").order_by()
+    runs = Run.objects.using(database.alias(using)).filter(task=validation.name(task, "task"), finished_at__isnull=False).exclude(worker_id="").order_by()
     if since is not None:
         runs = runs.filter(started_at__gte=validation.aware(since, "since"))
     by_outcome = dict(runs.values_list("outcome").annotate(n=_count()))
@@ -141,7 +141,7 @@ def _nearest_rank_ms(ranked: Any, total: int, q: float) -> float | None:
 
 
 def _data(job_id: str, kind: str, using: str | None) -> JobData | None:
-    return JobData.objects.using(_db.alias(using)).filter(job_id=job_id, kind=kind).first()
+    return JobData.objects.using(database.alias(using)).filter(job_id=job_id, kind=kind).first()
 
 
 def get_output(job_id: str, *, using: str | None = None) -> JobOutput | None:

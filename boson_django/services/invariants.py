@@ -16,7 +16,7 @@ from datetime import timedelta
 from typing import Any
 
 from boson_django import clock, validation
-from boson_django.services import _db
+from boson_django import database
 from boson_django.states import ATTEMPT_SPENDING
 
 #: Run outcomes that spend an attempt: ``attempt`` moves on these and nothing else.
@@ -97,14 +97,14 @@ def find_problems(*, stranded_after_ms: int | None = None, using: str | None = N
     long ago on the store clock -- jobs no reclaimer picked up (0 right after a reclaim
     pass; a few sweep intervals for a live store).
     """
-    connection = _db.conn(using)
+    connection = database.conn(using)
     checks = list(_CHECKS.items())
     params: dict[str, list[Any]] = {}
     if stranded_after_ms is not None:
         limit = clock.now(using) - timedelta(milliseconds=validation.whole(stranded_after_ms, "stranded_after_ms"))
         rule = f"running job whose lease expired more than {stranded_after_ms} ms ago (stranded)"
         checks.append((rule, "SELECT id FROM boson_job WHERE state = 'running' AND lease_expires_at < %s"))
-        params[rule] = [_db.dt_param(connection, limit)]
+        params[rule] = [database.dt_param(connection, limit)]
     found: list[Problem] = []
     with connection.cursor() as cursor:
         for rule, sql in checks:

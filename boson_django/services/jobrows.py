@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from boson_django.services import _db
+from boson_django import database
 from boson_django.services.types import Envelope
 
 #: What an admission reads back of each job it claims: the envelope and the lease, no
@@ -48,7 +48,7 @@ def decoded(value: Any, unreadable: Any = None) -> Any:
     enqueue and checkpoint). The worker then acks the job UNDECODABLE instead of failing
     every admission."""
     try:
-        return _db.from_json(value)
+        return database.from_json(value)
     except (RecursionError, ValueError):
         return unreadable
 
@@ -57,7 +57,7 @@ def envelope_from_row(row: dict[str, Any]) -> Envelope:
     return Envelope(
         id=row["id"], task=row["task"], queue=row["queue"],
         args=decoded(row["args"]), kwargs=decoded(row["kwargs"]),
-        priority=row["priority"], run_at=_db.dt_value(row["run_at"]),
+        priority=row["priority"], run_at=database.dt_value(row["run_at"]),
         unique_key=row["unique_key"], fingerprint=row["fingerprint"], weight=row["weight"],
         rate_class=row["rate_class"], max_attempts=row["max_attempts"],
         retention_ms=row["retention_ms"], lease_ms=row["lease_ms"],

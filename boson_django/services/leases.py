@@ -15,7 +15,8 @@ from typing import Any
 from boson_django import clock, transitions, validation
 from boson_django.errors import LeaseRejected
 from boson_django.models import Job, JobData
-from boson_django.services import _db, buckets, history
+from boson_django import database
+from boson_django.services import buckets, history
 from boson_django.services.types import JobOutput, JobProgress, LeaseRef
 from boson_django.states import Event, JobState, allows
 
@@ -69,7 +70,7 @@ def refusal(ref: LeaseRef, job: Any | None, now: datetime) -> str | None:
     return None
 
 
-@_db.store_transaction
+@database.store_transaction
 def renew(leases: Sequence[Any], lease_ms: int, *, using: str | None = None) -> list[str]:
     """Extend every lease still held; returns the ids of those LOST.
 
@@ -83,23 +84,23 @@ def renew(leases: Sequence[Any], lease_ms: int, *, using: str | None = None) -> 
     lease_ms = validation.whole(lease_ms, "lease_ms", minimum=1)
     if not refs:
         return []
-    connection = _db.conn(using)
+    connection = database.conn(using)
     now = clock.now(using)
-    until, at = _db.dt_param(connection, now + timedelta(milliseconds=lease_ms)), _db.dt_param(connection, now)
+    until, at = database.dt_param(connection, now + timedelta(milliseconds=lease_ms)), database.dt_param(connection, now)
     kept: set[tuple[str, int]] = set()
     with connection.cursor() as cursor:
-        for part in _db.in_slices(refs, _db.most_listed(connection, each=2, besides=2)):
-            found, keyed = _db.by_key_and_fence("id", [(ref.job_id, ref.fence) for ref in part])
+        for part in database.in_slices(refs, database.most_listed(connection, each=2, besides=2)):
+            found, keyed = database.by_key_and_fence("id", [(ref.job_id, ref.fence) for ref in part])
             cursor.execute(
                 f"UPDATE boson_job SET lease_expires_at = %s WHERE {found} "
-                f"AND {_db.in_state('running')} AND lease_expires_at > %s RETURNING id, fence",
+                f"AND {database.in_state('running')} AND lease_expires_at > %s RETURNING id, fence",
                 [until, *keyed, at],
             )
             kept |= {(row[0], row[1]) for row in cursor.fetchall()}
     return [ref.job_id for ref in refs if (ref.job_id, ref.fence) not in kept]
 
 
-@_db.store_transaction
+@database.store_transaction
 def release(lease: Any, *, using: str | None = None) -> None:
     """Graceful hand-back on shutdown: running -> available, attempt and crash count kept.
 
@@ -118,7 +119,7 @@ def release(lease: Any, *, using: str | None = None) -> None:
     transitions.controlled("released", [job], using, outcome="released")
 
 
-@_db.store_transaction
+@database.store_transaction
 def checkpoint(lease: Any, data: Any, *, using: str | None = None) -> None:
     """Persist step state; the next admission of this job hands it back."""
     validation.stored_json(data, "data")
@@ -134,7 +135,7 @@ def put_data(job: Job, kind: str, data: Any, now: datetime, using: str) -> None:
     )
 
 
-@_db.store_transaction
+@database.store_transaction
 def write_output(lease: Any, data: Any, *, using: str | None = None) -> JobOutput:
     """Store the handler's output (the latest write wins) under the lease."""
     validation.stored_json(data, "data")
@@ -145,7 +146,7 @@ def write_output(lease: Any, data: Any, *, using: str | None = None) -> JobOutpu
     return JobOutput(job.id, job.attempt + 1, job.fence, now, data)
 
 
-@_db.store_transaction
+@database.store_transaction
 def write_progress(
     lease: Any, current: float, total: float | None = None, message: str = "", *, using: str | None = None
 ) -> JobProgress:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from boson_django import clock, validation
 from boson_django.models import Job, Queue
-from boson_django.services import _db, wakeups
+from boson_django import database
+from boson_django.services import wakeups
 
 
-@_db.store_transaction
+@database.store_transaction
 def pause_queue(name: str, *, using: str | None = None) -> bool:
     """Stop admitting from this queue (running jobs go on). ``True`` if this call paused
     it, ``False`` if it was paused already. Idempotent.
@@ -30,7 +31,7 @@ def pause_queue(name: str, *, using: str | None = None) -> bool:
     return True
 
 
-@_db.store_transaction
+@database.store_transaction
 def resume_queue(name: str, *, using: str | None = None) -> bool:
     """Admit from this queue again, and wake idle workers for its waiting jobs. ``True``
     if this call resumed it, ``False`` if it was not paused. Idempotent."""
@@ -51,7 +52,7 @@ def reason_to_keep_queue(name: str, *, using: str | None = None) -> str | None:
     queue for the next job enqueued to it), and so does one that any job, in any state,
     still names.
     """
-    db = _db.alias(using)
+    db = database.alias(using)
     paused = Queue.objects.using(db).filter(name=name).values_list("paused", flat=True).first()
     if paused is None:
         return "no such queue"
@@ -62,7 +63,7 @@ def reason_to_keep_queue(name: str, *, using: str | None = None) -> str | None:
     return None
 
 
-@_db.store_transaction
+@database.store_transaction
 def delete_queue(name: str, *, using: str | None = None) -> bool:
     """Delete an idle queue's row: one that is not paused and that no job names. ``False``,
     and nothing changed, for any other (see :func:`reason_to_keep_queue`). Idempotent.

@@ -8,7 +8,8 @@ from typing import Any
 
 from boson_django import clock, policies, transitions, validation
 from boson_django.models import QuarantinedFingerprint
-from boson_django.services import _db, acks, history
+from boson_django import database, drivers
+from boson_django.services import acks, history
 from boson_django.services.types import Reclaimed
 from boson_django.states import PENDING, TERMINAL, JobState
 
@@ -27,15 +28,15 @@ def _due(using: str, where: str, deadline: str, limit: int, columns: str) -> tup
     the store's now they were picked at."""
     limit = validation.whole(limit, "limit")
     now = clock.now(using)
-    connection = _db.conn(using)
+    connection = database.conn(using)
     limit = min(limit, _most_jobs(connection))
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT {columns} FROM boson_job WHERE {where} AND {deadline} <= %s ORDER BY {deadline} LIMIT %s"
-            f"{_db.lock_rows_skip_locked(connection)}",
-            [_db.dt_param(connection, now), limit],
+            f"{drivers.for_connection(connection).lock_rows_skip_locked()}",
+            [database.dt_param(connection, now), limit],
         )
-        return _db.fetch_dicts(cursor), now
+        return database.fetch_dicts(cursor), now
 
 
 def _most_jobs(connection: Any) -> int:
@@ -45,10 +46,10 @@ def _most_jobs(connection: Any) -> int:
     many jobs were due, and promotion, reclaim or eviction stopped for good (999
     parameters before SQLite 3.32: a reclaim of 499 jobs, a promotion of 1,000, the
     default ``SWEEP_BATCH``; 32,766 by default since: a reclaim of 16,382)."""
-    return _db.most_listed(connection, each=2, besides=_BOUND_BESIDES_JOBS)
+    return database.most_listed(connection, each=2, besides=_BOUND_BESIDES_JOBS)
 
 
-@_db.store_transaction
+@database.store_transaction
 def promote_due(limit: int = 1000, *, using: str | None = None) -> int:
     """scheduled/retryable jobs whose run_at has come -> available. Returns how many."""
     assert using is not None
@@ -57,16 +58,16 @@ def promote_due(limit: int = 1000, *, using: str | None = None) -> int:
     if not due:
         return 0
     transitions.swept("promoted", picked, using, state="available")
-    with _db.conn(using).cursor() as cursor:
+    with database.conn(using).cursor() as cursor:
         cursor.execute(
             f"UPDATE boson_job SET state = 'available' WHERE state IN ({_PENDING_SQL}) "
-            f"AND id IN ({_db.placeholders(due)})",
+            f"AND id IN ({database.placeholders(due)})",
             due,
         )
         return cursor.rowcount
 
 
-@_db.store_transaction
+@database.store_transaction
 def reclaim_expired(limit: int = 1000, *, using: str | None = None) -> list[Reclaimed]:
     """running jobs whose lease expired -> available (crash_attempt + 1), or quarantined
     when that brings crash_attempt to the job's crash limit (its fingerprint registered).
@@ -85,7 +86,7 @@ def reclaim_expired(limit: int = 1000, *, using: str | None = None) -> list[Recl
     assert using is not None
     rows, now = _due(using, "state = 'running'", "lease_expires_at", limit,
                      "id, task, queue, fence, crash_attempt, crash_limit, fingerprint, lease_holder")
-    connection = _db.conn(using)
+    connection = database.conn(using)
     for row in rows:
         row["to"] = _reclaim_target(row)
     rows = _without_busy_fingerprints(rows, connection)
@@ -119,7 +120,7 @@ def _without_busy_fingerprints(rows: list[dict[str, Any]], connection: Any) -> l
     if not bound:
         return rows
     with connection.cursor() as cursor:
-        _, busy = _db.lock_by_key(cursor, "boson_quarantined_fingerprint", "fingerprint", "job_id", bound, wait=False)
+        _, busy = database.lock_by_key(cursor, "boson_quarantined_fingerprint", "fingerprint", "job_id", bound, wait=False)
     return [r for r in rows if r["fingerprint"] not in busy or r["to"] is not JobState.QUARANTINED]
 
 
@@ -136,8 +137,8 @@ def _move_reclaimed(group: list[dict[str, Any]], target: JobState, now: datetime
         cursor.execute(
             "UPDATE boson_job SET state = %s, crash_attempt = crash_attempt + 1, lease_holder = NULL, "
             "lease_expires_at = NULL, run_at = %s, last_error = %s "
-            f"WHERE id IN ({_db.placeholders(ids)}) AND {_db.in_state('running')}",
-            [target.value, _db.dt_param(connection, now), "boson_django.errors.LeaseLost: lease expired (worker crash or stall)", *ids],
+            f"WHERE id IN ({database.placeholders(ids)}) AND {database.in_state('running')}",
+            [target.value, database.dt_param(connection, now), "boson_django.errors.LeaseLost: lease expired (worker crash or stall)", *ids],
         )
 
 
@@ -162,7 +163,7 @@ def _register_fingerprints(rows: list[dict[str, Any]], now: datetime, using: str
         )
 
 
-@_db.store_transaction
+@database.store_transaction
 def evict_retained(limit: int = 1000, *, using: str | None = None) -> int:
     """Delete finished jobs whose retention has passed. Quarantined jobs never expire."""
     assert using is not None

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from boson_django import policies
-from boson_django.services import _db
+from boson_django import database
 from boson_django.states import Outcome
 
 SHARDS = 8
@@ -72,8 +72,8 @@ class Tally:
         """One upsert for everything counted; the tally is empty afterwards."""
         if not self.keys:
             return
-        connection = _db.conn(using)
-        minute = _db.dt_param(connection, now.replace(second=0, microsecond=0))
+        connection = database.conn(using)
+        minute = database.dt_param(connection, now.replace(second=0, microsecond=0))
         shard = random.randrange(SHARDS)
         params: list[Any] = []
         for (queue, kind, bucket), n in sorted(self.keys.items()):
@@ -89,7 +89,7 @@ class Tally:
         self.keys.clear()
 
 
-@_db.store_transaction
+@database.store_transaction
 def prune_throughput(before: datetime | None = None, *, using: str | None = None) -> int:
     """Delete counter rows older than ``before`` (default: two days before store time)."""
     from boson_django import clock

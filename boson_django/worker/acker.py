@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 
 from django.db import DatabaseError, InterfaceError, connections
 
-from boson_django.services import _db
+from boson_django import database
 from boson_django.worker import network
 from boson_django.worker.attempt import Attempt
 from boson_django.worker.completer import complete
@@ -131,7 +131,7 @@ class Acker:
     def _serve(self) -> None:
         connection = connections[self.using]
         network.harden(connection)
-        _db.dedicate(connection, network.store_timeouts())  # this thread's connection runs only the flushes
+        database.dedicate(connection, network.store_timeouts())  # this thread's connection runs only the flushes
         if self._watchdog is not None:
             self._watch = self._watchdog.watch(connection)
         while self._wake.get():
@@ -173,7 +173,7 @@ class Acker:
                 with self._watch.armed(self._reply_s()):
                     complete(batch, self.using)
         except (DatabaseError, InterfaceError) as exc:
-            _db.close_quietly(self.using)
+            database.close_quietly(self.using)
             return exc
         except Exception as exc:  # noqa: BLE001 -- re-raised in the loop
             return exc

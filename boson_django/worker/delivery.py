@@ -21,7 +21,7 @@ from django.db import InterfaceError, OperationalError
 
 from boson_django import clock, services, taskresults
 from boson_django.errors import InvalidEnvelope, LeaseRejected
-from boson_django.services import _db
+from boson_django import database
 from boson_django.states import Outcome
 from boson_django.worker import discarding
 from boson_django.worker.attempt import Attempt
@@ -89,7 +89,7 @@ def instead_of_refused(exc: Exception, finish: Finish) -> Finish:
     return Finish(Outcome.RETRY, error=error_text(cause), logs=finish.logs)
 
 
-@_db.store_transaction
+@database.store_transaction
 def _ack_with_effects(attempt: Attempt, finish: Finish, *, using: str | None = None) -> str | None:
     """The fenced SUCCESS ack and the handler's in-ack effects, in one transaction."""
     state = services.ack(attempt.lease, finish.outcome, logs=list(finish.logs), actual_weight=attempt.actual_weight,

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from boson_django import discards
 from boson_django.models import TaskConfig
-from boson_django.services import _db
+from boson_django import database
 from boson_django.states import Outcome
 from boson_django.worker.attempt import Attempt
 from boson_django.worker.outcomes import Finish
@@ -55,6 +55,6 @@ def _configured(tasks: set[str], using: str) -> dict[str, str]:
     """Each task's TaskConfig ``discard_on``, for the tasks whose row sets one."""
     rows = TaskConfig.objects.using(using).filter(discard_on__isnull=False)
     found: dict[str, str] = {}
-    for part in _db.in_slices(sorted(tasks), _db.most_listed(_db.conn(using))):
+    for part in database.in_slices(sorted(tasks), database.most_listed(database.conn(using))):
         found.update(rows.filter(task__in=part).values_list("task", "discard_on"))
     return found

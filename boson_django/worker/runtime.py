@@ -29,7 +29,8 @@ from django.db import DatabaseError, InterfaceError, connections
 
 from boson_django import clock, conf, services
 from boson_django.errors import LeaseRejected
-from boson_django.services import _db, wakeups
+from boson_django import database
+from boson_django.services import wakeups
 from boson_django.services.types import LeaseRef
 from boson_django.worker import gctuning, logcapture, network
 from boson_django.worker.acker import Acker
@@ -88,7 +89,7 @@ class Worker:
         o = options or WorkerOptions()
         s = conf.get()
         self.options = o
-        self.using = _db.alias(o.using)
+        self.using = database.alias(o.using)
         self.worker_id = o.worker_id or default_worker_id()
         self.concurrency = o.concurrency or s.CONCURRENCY
         self.admit_batch = admission_batch(self.concurrency)
@@ -172,12 +173,12 @@ class Worker:
     def _own_connection(self) -> Watch:
         """The loop's connection: the worker's connection options (opened again if it is
         open without them), the store's timeouts, watched; it runs only the worker's
-        statements (``_db.dedicate``)."""
+        statements (``database.dedicate``)."""
         connection = connections[self.using]
         network.harden(connection)
         if connection.connection is not None and not connection.in_atomic_block:
             connection.close()
-        _db.dedicate(connection, network.store_timeouts())
+        database.dedicate(connection, network.store_timeouts())
         return self.watchdog.watch(connection)
 
     def _reply_s(self) -> float | None:
@@ -238,8 +239,8 @@ class Worker:
     def _give_back_connection(self) -> None:
         connection = connections[self.using]
         if self.reconnect.down:
-            _db.close_quietly(self.using)
-        _db.undedicate(connection)
+            database.close_quietly(self.using)
+        database.undedicate(connection)
         network.soften(connection)
 
     def _stop_acker(self) -> None:
@@ -264,7 +265,7 @@ class Worker:
             return done
         except (DatabaseError, InterfaceError) as exc:
             wait = self.reconnect.failed(exc, self._lease_left_s())
-            _db.close_quietly(self.using)
+            database.close_quietly(self.using)
             self._back_off(wait)
             # Past the grace: one more tick on a new connection (a connection killed while
             # the loop slept says nothing of the store), then, with the store unreachable,
@@ -565,7 +566,7 @@ class Worker:
             services.release(attempt.lease, using=self.using)
         except (DatabaseError, InterfaceError):
             log.warning("boson: releasing job %s failed; reconnecting to try once more", attempt.job_id, exc_info=True)
-            _db.close_quietly(self.using)
+            database.close_quietly(self.using)
             services.release(attempt.lease, using=self.using)
 
     def _sleep_s(self) -> float:

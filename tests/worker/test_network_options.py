@@ -13,7 +13,7 @@ from django.db import DatabaseError, connection, connections
 from django.test import override_settings
 
 from boson_django import checks
-from boson_django.services import _db
+from boson_django import database
 from boson_django.worker import network
 from boson_django.worker.watchdog import Watchdog
 from tests.testapp import fault_tasks
@@ -69,30 +69,30 @@ def _show(name: str) -> str:
 
 @pytest.mark.postgres
 def test_a_dedicated_connection_runs_under_the_store_timeouts_and_gives_them_back(live_clock):
-    _db.dedicate(connection, ["statement_timeout = 1234", "lock_timeout = 567"])
+    database.dedicate(connection, ["statement_timeout = 1234", "lock_timeout = 567"])
     try:
         assert (_show("statement_timeout"), _show("lock_timeout")) == ("1234ms", "567ms")
         connection.close()  # a new session gets them too
         assert _show("statement_timeout") == "1234ms"
     finally:
-        _db.undedicate(connection)
+        database.undedicate(connection)
     assert (_show("statement_timeout"), _show("lock_timeout")) == ("0", "0")
 
 
 @pytest.mark.postgres
 def test_behind_a_transaction_pooler_the_timeouts_hold_for_each_store_transaction_only(live_clock):
-    @_db.store_transaction
+    @database.store_transaction
     def inside(*, using=None):
         return _show("statement_timeout")
 
     with override_settings(BOSON={"PREPARED_STATEMENTS": False}):
-        _db.dedicate(connection, ["statement_timeout = 1234"])
+        database.dedicate(connection, ["statement_timeout = 1234"])
         try:
             assert _show("statement_timeout") == "0"  # nothing kept in the (pooled) session
             assert inside() == "1234ms"
             assert _show("statement_timeout") == "0"
         finally:
-            _db.undedicate(connection)
+            database.undedicate(connection)
 
 
 @pytest.mark.postgres

@@ -25,7 +25,8 @@ from django.dispatch import receiver
 from django.utils.dateparse import parse_datetime
 
 from boson_django import conf
-from boson_django.services import _libpq
+from boson_django import drivers
+from boson_django.drivers.postgresql import libpq as _libpq
 from boson_django.states import JobState
 
 P = ParamSpec("P")
@@ -43,19 +44,6 @@ def conn(using: str | None) -> BaseDatabaseWrapper:
 
 def is_postgres(connection: BaseDatabaseWrapper) -> bool:
     return connection.vendor == "postgresql"
-
-
-def lock_rows(connection: BaseDatabaseWrapper) -> str:
-    """Suffix that locks selected rows until commit (SQLite locks the whole file instead)."""
-    return " FOR UPDATE" if is_postgres(connection) else ""
-
-
-def lock_rows_skip_locked(connection: BaseDatabaseWrapper) -> str:
-    return " FOR UPDATE SKIP LOCKED" if is_postgres(connection) else ""
-
-
-def json_cast(connection: BaseDatabaseWrapper) -> str:
-    return "::jsonb" if is_postgres(connection) else ""
 
 
 def to_json(value: Any) -> str:
@@ -160,7 +148,7 @@ def one_statement(
     settings holding for the statement alone; in autocommit with no settings the
     statement alone is the transaction (a ``BEGIN``/``COMMIT`` around it waited for more
     than it saved), and runs on libpq
-    directly (:mod:`boson_django.services._libpq`: ~40 us of client CPU less than
+    directly (:mod:`boson_django.drivers.postgresql.libpq`: ~40 us of client CPU less than
     psycopg's cursor). psycopg2 gets the same statement in an ordinary transaction.
 
     Django turns psycopg's preparing off (``prepare_threshold`` None) because poolers in
@@ -257,7 +245,7 @@ def _local_timeouts(connection: BaseDatabaseWrapper) -> Sequence[str]:
     return getattr(connection, "boson_timeouts", ())
 
 
-@receiver(connection_created, dispatch_uid="boson_django.services._db.session_timeouts")
+@receiver(connection_created, dispatch_uid="boson_django.database.session_timeouts")
 def _on_connected(sender: Any, connection: BaseDatabaseWrapper, **kwargs: Any) -> None:
     if getattr(connection, "boson_dedicated", False):
         _session_timeouts(connection)
@@ -408,7 +396,8 @@ def lock_by_key(
     reports their keys as busy: a caller already holding locks must not wait for more.
     """
     connection = cursor.db
-    lock = lock_rows(connection) if wait else lock_rows_skip_locked(connection)
+    driver = drivers.for_connection(connection)
+    lock = driver.lock_rows() if wait else driver.lock_rows_skip_locked()
     scope = f"{where} AND " if where else ""
     cursor.execute(
         f"SELECT {key}, {columns} FROM {table} WHERE {scope}{key} IN ({placeholders(keys)}) "

@@ -1,0 +1,31 @@
+"""The driver interface: what the store asks of a database engine."""
+
+from __future__ import annotations
+
+
+
+class Driver:
+    """One engine's statements. Subclasses override what their engine does differently;
+    what is the same on every engine lives here once."""
+
+    #: Django's ``connection.vendor`` this driver serves.
+    vendor: str = ""
+
+    def lock_rows(self) -> str:
+        """SQL suffix that locks the selected rows until commit ("" where the engine locks
+        the whole database for a write transaction)."""
+        return ""
+
+    def lock_rows_skip_locked(self) -> str:
+        """:meth:`lock_rows`, skipping rows another transaction holds."""
+        return ""
+
+    def json_cast(self) -> str:
+        """Cast appended to a JSON parameter in raw SQL."""
+        return ""
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}>"
+
+
+

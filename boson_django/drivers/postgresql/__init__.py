@@ -1,0 +1,22 @@
+"""The PostgreSQL driver: row locks with ``SKIP LOCKED``, ``jsonb``, single-statement
+transitions."""
+
+from __future__ import annotations
+
+from boson_django.drivers.base import Driver
+
+
+class PostgresDriver(Driver):
+    vendor = "postgresql"
+
+    def lock_rows(self) -> str:
+        return " FOR UPDATE"
+
+    def lock_rows_skip_locked(self) -> str:
+        return " FOR UPDATE SKIP LOCKED"
+
+    def json_cast(self) -> str:
+        return "::jsonb"
+
+
+DRIVER = PostgresDriver()

@@ -1,0 +1,13 @@
+"""The SQLite driver: one writer at a time (``BEGIN IMMEDIATE``), the whole file locked
+instead of rows."""
+
+from __future__ import annotations
+
+from boson_django.drivers.base import Driver
+
+
+class SQLiteDriver(Driver):
+    vendor = "sqlite"
+
+
+DRIVER = SQLiteDriver()
