@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 import inspect
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -22,6 +22,7 @@ from boson_django.compat import (
     task_enqueued,
 )
 from boson_django.errors import InvalidEnvelope, InvalidTask
+from boson_django.keys import unique_key_for
 from boson_django.schedules.spec import Schedule, as_schedules
 from boson_django import database
 from boson_django.services.enqueue import POLICY_CHECKS, enqueue_one
@@ -152,6 +153,8 @@ class BosonBackend(BaseTaskBackend):  # type: ignore[misc,valid-type,unused-igno
     supports_async_task = True
     supports_get_result = True
     supports_priority = True
+    #: What :mod:`boson_django.registry` looks for to tell a boson backend (subclasses too).
+    boson_store = True
 
     def __init__(self, alias: str, params: dict[str, Any]) -> None:
         super().__init__(alias, params)
@@ -268,13 +271,6 @@ def envelope_for(task: Any, args: list[Any], kwargs: dict[str, Any]) -> services
         unique_key=given("unique_key", unique_key_for(task, args, kwargs)),
         **{f: given(f, v) for f, v in policy.items() if f in _ENVELOPE_FIELDS},
     )
-
-
-def unique_key_for(task: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> str | None:
-    """The unique key of one call of ``task``: what its ``unique_key`` function returns for
-    the call's arguments, else its fixed key (None when it has neither, or for None)."""
-    key = getattr(task, "unique_key", None)
-    return key(*args, **kwargs) if callable(key) else key
 
 
 _ENVELOPE_FIELDS = {f.name for f in fields(services.Envelope)}

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from boson_django.validation import UNIQUENESS  # noqa: F401 -- kept importable here
+
 
 def backoff_bound_ms(attempt: int, base_ms: int, cap_ms: int) -> int:
     """``min(cap, base * 2**(attempt-1))`` for the attempt just spent (1-based)."""
@@ -78,9 +80,6 @@ class BucketState:
             return 0
         return int(missing * self.window_ms / self.limit) + 1
 
-
-#: A TaskConfig's ``uniqueness`` values (None: as the task's code says).
-UNIQUENESS = ("off", "arguments")
 
 
 def unique_key_under(uniqueness: str | None, key: str | None, fingerprint: str) -> str | None:

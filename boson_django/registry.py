@@ -165,11 +165,10 @@ def _checked(name: str, found: Any) -> tuple[Any | None, str]:
 
 
 def _boson_backend(alias: str) -> bool:
-    from boson_django.backend import BosonBackend
     from boson_django.compat import task_backends
 
     try:
-        return isinstance(task_backends[alias], BosonBackend)
+        return getattr(task_backends[alias], "boson_store", False) is True
     except Exception:  # noqa: BLE001 -- an alias missing from TASKS, or a backend that fails to load
         return False
 

@@ -15,12 +15,20 @@ from boson_django.errors import InvalidEnvelope, UnsupportedType
 PRIORITY_MIN, PRIORITY_MAX = -100, 100
 MAX_NAME = 100
 MAX_KEY = 255
+#: The longest name a schedule row can hold (``boson_schedule.name``).
+MAX_SCHEDULE_NAME = 200
+#: The longest cron expression a schedule row can hold (its ``cron`` column).
+MAX_CRON = 120
+#: The longest task path a job or schedule row can hold (their ``task`` columns).
+MAX_TASK = 255
 #: The job table's id column.
 MAX_ID = 64
 #: Durations (fields named ``*_ms``) stay under 100 years, so store time + duration is a datetime.
 MAX_MS = 100 * 365 * 86_400_000
 #: Counts fit the store's 32-bit integer columns.
 MAX_COUNT = 2**31 - 1
+#: A TaskConfig's ``uniqueness``: whether jobs of the task keep the unique key their call gives.
+UNIQUENESS = ("off", "arguments")
 #: One encoder for every call: ``json.dumps`` with options builds a new one each time.
 #: ``ensure_ascii`` (the default) keeps the text ASCII, so its length is its size in bytes.
 _ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)

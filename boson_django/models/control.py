@@ -2,11 +2,11 @@ from __future__ import annotations
 
 from django.db import models
 
-from boson_django.policies import UNIQUENESS
+from boson_django.validation import UNIQUENESS
 
 
 class Queue(models.Model):
-    """A named lane of jobs; created on first enqueue, paused and resumed by operators."""
+    """A named queue of jobs; created on first enqueue, paused and resumed by operators."""
 
     name = models.CharField(primary_key=True, max_length=100)
     paused = models.BooleanField(default=False)

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime
 
 from django.db import models
 from django.db.models import Q
@@ -16,18 +15,6 @@ def _in(states: Iterable[JobState]) -> list[str]:
 
 
 class JobQuerySet(models.QuerySet["Job"]):
-    def in_state(self, *states: JobState) -> JobQuerySet:
-        return self.filter(state__in=[s.value for s in states])
-
-    def due(self, now: datetime) -> JobQuerySet:
-        return self.filter(state__in=_in(PENDING), run_at__lte=now)
-
-    def expired_leases(self, now: datetime) -> JobQuerySet:
-        return self.filter(state=JobState.RUNNING.value, lease_expires_at__lte=now)
-
-    def evictable(self, now: datetime) -> JobQuerySet:
-        return self.filter(state__in=_in(TERMINAL), expires_at__lte=now)
-
     def without_payload(self) -> JobQuerySet:
         return self.defer("args", "kwargs", "meta", "checkpoint")
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.db import models
 
-from boson_django.schedules.spec import MAX_CRON, MAX_NAME, MAX_TASK
+from boson_django.validation import MAX_CRON, MAX_SCHEDULE_NAME, MAX_TASK
 
 MISSED_CHOICES = [("run_once", "Run the latest missed slot once"), ("skip", "Skip missed slots")]
 
@@ -15,7 +15,7 @@ class Schedule(models.Model):
     unique key, not this column.
     """
 
-    name = models.CharField(primary_key=True, max_length=MAX_NAME)
+    name = models.CharField(primary_key=True, max_length=MAX_SCHEDULE_NAME)
     task = models.CharField(max_length=MAX_TASK)
     cron = models.CharField(max_length=MAX_CRON, blank=True, default="")
     every_ms = models.BigIntegerField(null=True, blank=True)
@@ -55,7 +55,7 @@ class ScheduleSlot(models.Model):
     """One fired slot. Its unique key (schedule, slot_at) is what makes a slot fire once,
     whichever worker -- current or stale scheduler -- tries."""
 
-    schedule = models.CharField(max_length=MAX_NAME)
+    schedule = models.CharField(max_length=MAX_SCHEDULE_NAME)
     slot_at = models.DateTimeField()
     job_id = models.CharField(max_length=64)
     fired_at = models.DateTimeField()

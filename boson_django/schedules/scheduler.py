@@ -18,7 +18,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import DatabaseError, transaction
 
 from boson_django import clock, ids, registry
-from boson_django.backend import unique_key_for
+from boson_django.keys import unique_key_for
 from boson_django.errors import InvalidEnvelope, StoreError
 from boson_django.schedules import slots
 from boson_django.schedules.declared import sync_schedules, timing_of

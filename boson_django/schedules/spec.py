@@ -20,12 +20,6 @@ RUN_ONCE = "run_once"
 SKIP = "skip"
 MISSED_POLICIES = (RUN_ONCE, SKIP)
 DEFAULT_GRACE_MS = 60_000
-#: The longest name a schedule row can hold.
-MAX_NAME = 200
-#: The longest cron expression a schedule row can hold (its ``cron`` column).
-MAX_CRON = 120
-#: The longest task path a schedule row (and a job) can hold.
-MAX_TASK = 255
 
 
 @dataclass(frozen=True, eq=False)
@@ -72,9 +66,9 @@ class Schedule:
             validation.priority(self.priority)
         # The row's columns bound these: a longer value passed here and then failed the
         # sync of every schedule on PostgreSQL (a queue is a job's queue: validation.MAX_NAME).
-        validation.optional_name(self.name, "name", max_len=MAX_NAME)
+        validation.optional_name(self.name, "name", max_len=validation.MAX_SCHEDULE_NAME)
         validation.optional_name(self.queue, "queue", max_len=validation.MAX_NAME)
-        validation.optional_name(self.task, "task", max_len=MAX_TASK)
+        validation.optional_name(self.task, "task", max_len=validation.MAX_TASK)
 
     @property
     def every_ms(self) -> int | None:
@@ -95,8 +89,8 @@ class Schedule:
 def check_cron(expr: Any) -> str:
     if not isinstance(expr, str) or len(expr.split()) != 5:
         raise ValueError(f"Schedule cron={expr!r}: must be five fields (minute hour day month weekday)")
-    if len(expr) > MAX_CRON:
-        raise ValueError(f"Schedule cron={expr!r}: must be at most {MAX_CRON} characters (use ranges: 0-59)")
+    if len(expr) > validation.MAX_CRON:
+        raise ValueError(f"Schedule cron={expr!r}: must be at most {validation.MAX_CRON} characters (use ranges: 0-59)")
     CronSim, CronSimError = cronsim()
     try:
         CronSim(expr, datetime(2000, 1, 1, tzinfo=timezone.utc))
@@ -175,7 +169,7 @@ def check_setting(value: Mapping[str, Any]) -> str | None:
 
     for name, entry in value.items():
         try:
-            validation.name(name, "name", max_len=MAX_NAME)
+            validation.name(name, "name", max_len=validation.MAX_SCHEDULE_NAME)
             spec = from_setting(name, entry)
         except ValueError as exc:
             return f"entry {name!r}: {exc}"
