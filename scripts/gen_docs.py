@@ -2,8 +2,8 @@
 
 * the state machine in ``docs/concepts.md`` (between its ``states:begin``/``states:end``
   markers) -- a Mermaid diagram and a table, from ``boson_django.states.TRANSITIONS``;
-* ``docs/settings.md`` -- the settings reference, from ``boson_django.conf`` (DEFAULTS,
-  DOCS, RULES).
+* ``docs/settings.md`` -- the settings reference, from the declarations of
+  ``boson_django.conf.Settings`` (each key's default, doc and rule).
 
 ``python scripts/gen_docs.py`` rewrites both; ``--check`` only reports whether they are
 up to date (exit 1 if not). CI regenerates them and runs ``git diff --exit-code docs/``.
@@ -137,8 +137,8 @@ def settings_page() -> str:
         "| key | default | type | what it does |",
         "|---|---|---|---|",
     ]
-    for key, default in conf.DEFAULTS.items():
-        lines.append(f"| `{key}` | {_human(key, default)} | {_rule(key)} | {conf.DOCS[key]} |")
+    for key, declared in conf.SETTINGS.items():
+        lines.append(f"| `{key}` | {_human(key, declared.default)} | {_rule(key)} | {declared.doc} |")
     lines.append("")
     return "\n".join(lines)
 

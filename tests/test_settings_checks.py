@@ -165,6 +165,28 @@ def test_every_documented_key_has_a_default_a_rule_and_a_doc():
         assert boson_messages(**{**BASE, key: default}) == [], key
 
 
+def test_each_key_is_declared_once_and_the_views_come_from_it():
+    import importlib
+    from dataclasses import fields
+
+    declared = {each.name: each.metadata["setting"] for each in fields(conf.Settings)}
+    assert declared == conf.SETTINGS
+    assert conf.RULES["POOLER"] == ((str, type(None)), None)
+    assert conf.RULES["TASK_MODULES"] == ((list, tuple), None)
+    assert conf.RULES["CRASH_LIMIT"] == (int, 1)
+    assert conf.Settings() == conf.Settings(**conf.DEFAULTS)
+    assert conf.Settings().SCHEDULES is not conf.Settings().SCHEDULES  # a fresh dict each
+    for key, setting in conf.SETTINGS.items():
+        if setting.check:
+            module, name = setting.check.split(":")
+            assert callable(getattr(importlib.import_module(module), name)), key
+
+
+def test_a_declared_check_runs_on_a_value_of_the_right_type():
+    (message,) = boson_messages(NOTIFY_CHANNEL="not a name")
+    assert message.id == "boson.E002" and "NOTIFY_CHANNEL" in message.msg and "plain identifier" in message.msg
+
+
 # -- each store setting has an effect -------------------------------------------------
 
 
