@@ -177,7 +177,7 @@ class BosonBackend(BaseTaskBackend):  # type: ignore[misc,valid-type,unused-igno
         """Enqueue one call; a created job wakes idle workers when it commits.
 
         The result of a job it created is built from the row it wrote (what
-        :func:`build_result` would read back); a duplicate or parked job is read.
+        :func:`build_result` would read back); a duplicate or quarantined job is read.
         A refusal of the task or of its policy (a task the worker may not run, a unique
         key its function made too long) is ``InvalidTask``; one of the arguments stays
         ``InvalidEnvelope`` (``UnsupportedType``, a ``TypeError``, for a type JSON cannot hold).

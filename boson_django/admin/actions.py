@@ -4,7 +4,7 @@ service and reports what happened.
 A tally reads the jobs' states once, skips the ones the transition table refuses, calls
 the service for the rest (it works through them a chunk per transaction) and reports
 each job's fate: "12 retried, 3 skipped: not failed or cancelled, 1 skipped: a live
-job holds its unique key, 1 raced". A release counts the parked copies freed with the
+job holds its unique key, 1 raced". A release counts the quarantined copies freed with the
 jobs selected. Nothing here writes a state field itself.
 """
 
@@ -65,14 +65,14 @@ class Op:
 RETRY = Op(Event.RETRY, services.retry_jobs, "retried", "not failed or cancelled", finalized_by, "Retried")
 CANCEL = Op(Event.CANCEL, services.cancel_jobs, "cancelled", "already finished or quarantined", untouched_since, "Cancelled")
 RELEASE = Op(Event.RELEASE_QUARANTINE, services.release_jobs, "released", "not quarantined", untouched_since,
-             "Released from quarantine, with the copies parked under its fingerprint")
+             "Released from quarantine, with the copies quarantined under its fingerprint")
 
 
 @dataclass
-class Tally:
+class ActionResult:
     op: Op
     done: int = 0
-    copies: int = 0  # released with the selected jobs: parked under the same fingerprint
+    copies: int = 0  # released with the selected jobs: quarantined under the same fingerprint
     skipped: int = 0
     skipped_capped: bool = False  # more were skipped than counted (an "all matching" run)
     key_held: int = 0  # retry refused: a newer live job holds the unique key
@@ -111,7 +111,7 @@ class Tally:
                     f"({jobs:,} job{'' if jobs == 1 else 's'})")
         if not self.copies:
             return f"{self.done:,} {self.op.done}"
-        copies = "parked copy" if self.copies == 1 else "parked copies"
+        copies = "quarantined copy" if self.copies == 1 else "quarantined copies"
         return f"{self.done + self.copies:,} {self.op.done} ({self.done:,} selected, {self.copies:,} {copies})"
 
     def level(self) -> int:
@@ -120,10 +120,10 @@ class Tally:
         return messages.SUCCESS if self.done and not (self.raced or self.key_held or self.changed or self.gone) else messages.WARNING
 
 
-def apply(op: Op, rows: Iterable[tuple[str, str]]) -> Tally:
+def apply(op: Op, rows: Iterable[tuple[str, str]]) -> ActionResult:
     """Call ``op`` on the (id, state) rows the transition table allows, all at once. A
     database error partway is reported with what the chunks before it did."""
-    tally = Tally(op)
+    tally = ActionResult(op)
     allowed = []
     for job_id, state in rows:
         if allows(state, op.event):
@@ -139,7 +139,7 @@ def apply(op: Op, rows: Iterable[tuple[str, str]]) -> Tally:
     return tally
 
 
-def report(modeladmin: Any, request: HttpRequest, tally: Tally) -> None:
+def report(modeladmin: Any, request: HttpRequest, tally: ActionResult) -> None:
     """Tell the operator, and write each changed job's entry in the admin history."""
     audit.record(request, Job, tally.ids, tally.op.logged)
     modeladmin.message_user(request, tally.message(), tally.level())

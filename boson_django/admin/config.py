@@ -117,16 +117,16 @@ class QuarantinedFingerprintAdmin(ReadOnlyAdmin):
     def has_release_quarantine_permission(self, request: HttpRequest) -> bool:
         return has_perm(request, "release_quarantine")
 
-    @admin.action(description="Release selected fingerprints (and their parked jobs)", permissions=["release_quarantine"])
+    @admin.action(description="Release selected fingerprints (and their quarantined jobs)", permissions=["release_quarantine"])
     def release_selected(self, request: HttpRequest, queryset: Any) -> None:
         """Releases one quarantined job per fingerprint; the service frees its siblings with it."""
         quarantined = dict(queryset.values_list("fingerprint", "job_id")[: actions.BULK_LIMIT])
-        parked: dict[str, set[str]] = {}
+        held: dict[str, set[str]] = {}
         for fingerprint, job_id in Job.objects.filter(
             fingerprint__in=list(quarantined), state=JobState.QUARANTINED.value
         ).values_list("fingerprint", "id"):
-            parked.setdefault(fingerprint, set()).add(job_id)
-        rows = [(_released_for(quarantined[f], parked[f]), JobState.QUARANTINED.value) if f in parked else ("", "")
+            held.setdefault(fingerprint, set()).add(job_id)
+        rows = [(_released_for(quarantined[f], held[f]), JobState.QUARANTINED.value) if f in held else ("", "")
                 for f in quarantined]
         tally = actions.apply(actions.RELEASE, [r for r in rows if r[0]])
         tally.skipped += sum(1 for r in rows if not r[0])
@@ -134,10 +134,10 @@ class QuarantinedFingerprintAdmin(ReadOnlyAdmin):
         actions.report(self, request, tally)
 
 
-def _released_for(quarantined_job: str, parked: set[str]) -> str:
+def _released_for(quarantined_job: str, held: set[str]) -> str:
     """The job a fingerprint's release goes through (and its history entry names): the one
-    that reached the crash limit, while it is still parked; else any parked copy."""
-    return quarantined_job if quarantined_job in parked else min(parked)
+    that reached the crash limit, while it is still quarantined; else any quarantined copy."""
+    return quarantined_job if quarantined_job in held else min(held)
 
 
 admin.site.register(TaskConfig, TaskConfigAdmin)

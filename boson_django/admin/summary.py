@@ -71,14 +71,14 @@ def _quarantine(request: HttpRequest, job: Job, runs: list[Run]) -> list[tuple[s
     crash = next((run for run in runs if run.outcome == "lease_lost"), None)
     if crash is not None:
         rows.append(("Last crash", format_html("on {} at {}", crash.worker_id or "—", display.when(crash.finished_at))))
-    parked = Job.objects.filter(fingerprint=job.fingerprint, state=JobState.QUARANTINED.value).exclude(id=job.id)
-    copies = count_label(*capped_count(parked))
+    copies_of = Job.objects.filter(fingerprint=job.fingerprint, state=JobState.QUARANTINED.value).exclude(id=job.id)
+    copies = count_label(*capped_count(copies_of))
     fingerprint = format_html('<code title="{}">{}</code>', job.fingerprint, job.fingerprint[:16])
     if has_perm(request, "view_quarantinedfingerprint") and QuarantinedFingerprint.objects.filter(pk=job.fingerprint).exists():
         url = reverse("admin:boson_django_quarantinedfingerprint_change", args=[quote(job.fingerprint)])
         fingerprint = format_html('<a href="{}">{}</a>', url, fingerprint)
-    parked_text = {"0": "no other copy", "1": "1 other copy"}.get(copies, f"{copies} other copies")
-    rows.append(("Fingerprint", format_html("{}; {} parked under it", fingerprint, parked_text)))
+    copies_text = {"0": "no other copy", "1": "1 other copy"}.get(copies, f"{copies} other copies")
+    rows.append(("Fingerprint", format_html("{}; {} quarantined under it", fingerprint, copies_text)))
     return rows
 
 

@@ -99,7 +99,7 @@ class TaskConfig(models.Model):
 
 
 class QuarantinedFingerprint(models.Model):
-    """A fingerprint that crashed workers ``crash_limit`` times; its enqueues park."""
+    """A fingerprint that crashed workers ``crash_limit`` times; its enqueues are quarantined."""
 
     fingerprint = models.CharField(primary_key=True, max_length=64)
     task = models.CharField(max_length=255)

@@ -30,7 +30,7 @@ class FailedJob(Job):
 
 
 class QuarantinedJob(Job):
-    """Jobs parked in quarantine (they crashed workers, or share such a fingerprint)."""
+    """Jobs in quarantine (they crashed workers, or share such a fingerprint)."""
 
     objects = _InState(JobState.QUARANTINED)
 

@@ -76,17 +76,17 @@ def sync_schedules(*, using: str | None = None) -> int:
     from boson_django.models import Schedule as Row
 
     using = database.alias(using)
-    wanted = declared()
-    if _in_sync(wanted, {r.name: r for r in Row.objects.using(using)}):
+    declarations = declared()
+    if _in_sync(declarations, {r.name: r for r in Row.objects.using(using)}):
         return 0
-    return _write(wanted, using=using)
+    return _write(declarations, using=using)
 
 
-def _in_sync(wanted: dict[str, tuple[Schedule, str]], rows: dict[str, Any]) -> bool:
-    if any(r.declared and n not in wanted for n, r in rows.items()):
+def _in_sync(declarations: dict[str, tuple[Schedule, str]], rows: dict[str, Any]) -> bool:
+    if any(r.declared and n not in declarations for n, r in rows.items()):
         return False
     return all(
-        name in rows and _matches(rows[name], definition(spec, source)) for name, (spec, source) in wanted.items()
+        name in rows and _matches(rows[name], definition(spec, source)) for name, (spec, source) in declarations.items()
     )
 
 
@@ -95,7 +95,7 @@ def _matches(row: Any, values: dict[str, Any]) -> bool:
 
 
 @database.store_transaction
-def _write(wanted: dict[str, tuple[Schedule, str]], *, using: str) -> int:
+def _write(declarations: dict[str, tuple[Schedule, str]], *, using: str) -> int:
     """The locking pass: locks every schedule row (PostgreSQL), so two workers syncing
     at once apply one after the other; each row is compared again under its lock."""
     from boson_django.models import Schedule as Row
@@ -103,13 +103,13 @@ def _write(wanted: dict[str, tuple[Schedule, str]], *, using: str) -> int:
     now = clock.now(using)
     rows = {r.name: r for r in Row.objects.using(using).select_for_update().order_by("name")}
     changed = 0
-    for name, (spec, source) in wanted.items():
+    for name, (spec, source) in declarations.items():
         row = rows.get(name)
         if row is None:
             changed += _create(name, spec, source, now, using)
         else:
             changed += _update(row, definition(spec, source), now, using)
-    gone = [n for n, r in rows.items() if n not in wanted and r.declared]
+    gone = [n for n, r in rows.items() if n not in declarations and r.declared]
     if gone:
         Row.objects.using(using).filter(name__in=gone).update(declared=False, synced_at=now)
         log.info("boson: schedules no longer declared (kept, never fire): %s", ", ".join(gone))

@@ -273,7 +273,7 @@ def test_releasing_a_job_counts_the_parked_copies_released_with_it(superuser_cli
     copies = [enqueue_one(ADD, queue="q-quarantined", args=[1, 2]) for _ in range(2)]
     assert {state_of(c) for c in copies} == {"quarantined"}
     response = _post_action(superuser_client, "release_selected", [store.quarantined])
-    assert _messages(response) == ["3 released (1 selected, 2 parked copies)"]
+    assert _messages(response) == ["3 released (1 selected, 2 quarantined copies)"]
     assert {state_of(j) for j in [store.quarantined, *copies]} == {"available"}
 
 
@@ -379,6 +379,6 @@ def test_selected_jobs_gone_from_a_triage_list_are_counted(superuser_client, sto
 
 
 def test_copies_are_counted_in_the_singular_and_big_counts_with_separators():
-    tally = actions.Tally(actions.RELEASE, done=1, copies=1)
-    assert tally.message() == "2 released (1 selected, 1 parked copy)"
-    assert actions.Tally(actions.CANCEL, done=12_000).message() == "12,000 cancelled"
+    tally = actions.ActionResult(actions.RELEASE, done=1, copies=1)
+    assert tally.message() == "2 released (1 selected, 1 quarantined copy)"
+    assert actions.ActionResult(actions.CANCEL, done=12_000).message() == "12,000 cancelled"

@@ -67,7 +67,7 @@ def test_a_quarantined_job_shows_its_crashes_fingerprint_and_release_for_who_may
     shown = panel(page(superuser_client, store.quarantined))
     assert ">Quarantined</h2>" in shown and "crashed 1 time (crash limit 1)" in shown
     assert "LeaseLost: lease expired" in shown and "on w1 at" in shown
-    assert "quarantinedfingerprint/" in shown and "no other copy parked under it" in shown
+    assert "quarantinedfingerprint/" in shown and "no other copy quarantined under it" in shown
     assert "not until released" in shown and "boson-op-release" in shown
     assert "boson-op-release" not in panel(page(operator_client, store.quarantined)), "no release_quarantine"
 
