@@ -184,7 +184,7 @@ class BosonBackend(BaseTaskBackend):  # type: ignore[misc,valid-type,unused-igno
 
         Django's checks of the task run again, as in Django's own backends (``QUEUES`` may
         have changed since the task was made); boson's, of values a frozen task cannot
-        change, are not repeated (they ran when it was made, 2-4 us): the envelope's own
+        change, are not repeated (they ran when it was made): the envelope's own
         checks refuse the same values, as ``InvalidTask`` too, for a task made otherwise.
         """
         BaseTaskBackend.validate_task(self, task)

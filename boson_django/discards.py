@@ -147,10 +147,9 @@ def task_default(task: str) -> Classes:
     known = _DEFAULTS.get(task)
     if known is not None and known[0] is settings and known[1] is code:
         return known[2]
-    listed = task_policies.for_task(task).get("discard_on")
-    where = f"BOSON['TASK_POLICIES'] for {task!r}"
-    if listed is None:
-        listed, where = getattr(code, "discard_on", None), f"@task(discard_on=...) of {task!r}"
+    listed = task_policies.layered(task, {"discard_on": getattr(code, "discard_on", None)}).get("discard_on")
+    where = (f"BOSON['TASK_POLICIES'] for {task!r}" if "discard_on" in task_policies.for_task(task)
+             else f"@task(discard_on=...) of {task!r}")
     try:
         found = _lenient(entries(listed), where)
     except InvalidEnvelope as exc:

@@ -21,6 +21,7 @@ the global ``BOSON`` settings.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from boson_django import conf
@@ -63,6 +64,14 @@ def for_task(task: str) -> dict[str, Any]:
     if found is None:
         found = cached[1][task] = _merged(settings.TASK_POLICIES, task)
     return found
+
+
+def layered(task: str, code: Mapping[str, Any], row: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """A task's policy fields by precedence, the one statement of it: its TaskConfig
+    ``row`` over ``TASK_POLICIES`` (longest prefix, :func:`for_task`) over its
+    ``@task(...)`` defaults (``code``, whose None fields are unset). Enqueue
+    (``services.config.resolve``) and the worker's ``discard_on`` both read it."""
+    return {**{k: v for k, v in code.items() if v is not None}, **for_task(task), **(row or {})}
 
 
 def _merged(policies: Any, task: str) -> dict[str, Any]:

@@ -57,6 +57,16 @@ def test_each_field_comes_from_the_longest_prefix_that_sets_it():
 # -- precedence: .using() > TaskConfig > TASK_POLICIES > @task(...) > BOSON ------------------
 
 
+def test_layered_puts_the_row_over_the_prefix_over_the_code():
+    code = {"max_attempts": 2, "queue": "code", "priority": None, "weight": 3.0}
+    with policies({"tests": {"queue": "prefix", "priority": 5}}):
+        assert task_policies.layered(SEND_MAIL, code) == {
+            "max_attempts": 2, "queue": "prefix", "priority": 5, "weight": 3.0,
+        }
+        assert task_policies.layered(SEND_MAIL, code, {"queue": "row"})["queue"] == "row"
+        assert task_policies.layered("other.module.task", code)["queue"] == "code"
+
+
 def test_a_prefix_policy_overrides_the_code_defaults(store_clock):
     with policies({"tests.testapp": {"max_attempts": 6, "rate_class": "bulk", "queue": "mail", "crash_limit": 2}}):
         assert policy(send_mail.enqueue("a@x")) == (6, "bulk", 2.0, "mail", 0, 2)

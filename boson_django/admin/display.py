@@ -110,6 +110,19 @@ def time_column(model: type[models.Model], name: Any) -> Any:
     return column
 
 
+class TaskQueueColumns:
+    """The ``task_cut`` and ``queue_cut`` list columns of an admin whose rows (jobs, runs)
+    have ``task`` and ``queue``."""
+
+    @admin.display(description="task")
+    def task_cut(self, obj: Any) -> str:
+        return cut(obj.task, "task")
+
+    @admin.display(description="queue")
+    def queue_cut(self, obj: Any) -> str:
+        return cut(obj.queue, "queue")
+
+
 def cut(text: str | None, kind: str) -> str:
     """``text`` in a list cell of the width its ``kind`` gives (``boson-cut-<kind>`` in
     the admin's style), cut short with an ellipsis there and whole in its title. A task

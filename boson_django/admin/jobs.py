@@ -50,7 +50,7 @@ class JobChangeList(SearchedChangeList):
         return qs.only(*LIST_FIELDS).annotate(error_head=Substr("last_error", 1, ERROR_HEAD))
 
 
-class JobAdmin(ReadOnlyAdmin):
+class JobAdmin(display.TaskQueueColumns, ReadOnlyAdmin):
     view_as = "job"
     #: Fits 1280 px beside the admin's sidebars: each text cut to its width, the last
     #: error taking what is left (a job's priority and finish time are on its page).
@@ -98,14 +98,6 @@ class JobAdmin(ReadOnlyAdmin):
     @admin.display(description="id", ordering="id")
     def id_cut(self, obj: Job) -> str:
         return display.short_id(obj.id)
-
-    @admin.display(description="task")
-    def task_cut(self, obj: Job) -> str:
-        return display.cut(obj.task, "task")
-
-    @admin.display(description="queue")
-    def queue_cut(self, obj: Job) -> str:
-        return display.cut(obj.queue, "queue")
 
     @admin.display(description="state", ordering="state")
     def state_badge(self, obj: Job) -> str:

@@ -14,7 +14,7 @@ from boson_django.admin.jobs import ERROR_HEAD, SearchedChangeList
 from boson_django.models import Job, Run
 
 
-class RunAdmin(ReadOnlyAdmin):
+class RunAdmin(display.TaskQueueColumns, ReadOnlyAdmin):
     #: Fits 1280 px beside the admin's sidebars: a run opens from its start time (its id
     #: and queue are on its page; the queue is a filter too).
     list_display = ("started_at", "job_cut", "task_cut", "worker_cut", "duration", "outcome_badge", "error_head_display")
@@ -51,14 +51,6 @@ class RunAdmin(ReadOnlyAdmin):
     @admin.display(description="job")
     def job_cut(self, obj: Run) -> str:
         return display.job_link(obj.job_id, display.short_id(obj.job_id))
-
-    @admin.display(description="task")
-    def task_cut(self, obj: Run) -> str:
-        return display.cut(obj.task, "task")
-
-    @admin.display(description="queue")
-    def queue_cut(self, obj: Run) -> str:
-        return display.cut(obj.queue, "queue")
 
     @admin.display(description="worker")
     def worker_cut(self, obj: Run) -> str:

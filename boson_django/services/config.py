@@ -44,7 +44,7 @@ def resolve(task: str, given: dict[str, Any], row: dict[str, Any]) -> dict[str, 
         "unique_key": None,
     }
     code = registry.defaults_for(task)
-    merged = {**base, **{k: v for k, v in code.items() if v is not None}, **task_policies.for_task(task), **row}
+    merged = {**base, **task_policies.layered(task, code, row)}
     merged.update({k: v for k, v in given.items() if v is not None})
     return merged
 
