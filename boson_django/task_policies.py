@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from boson_django import conf
+from boson_django import conf, validation
 
 #: What an entry may set: TaskConfig's fields a job stores, and ``discard_on``
 #: (``max_active`` and ``uniqueness`` are read from TaskConfig rows only).
@@ -112,7 +112,6 @@ def _bad_key(key: Any) -> str | None:
 
 def _bad_entry(entry: Any) -> str | None:
     from boson_django import discards
-    from boson_django.services.enqueue import POLICY_CHECKS  # each field's check, as enqueue applies it
 
     if not isinstance(entry, dict):
         return f"must be a dict of policy fields, got {type(entry).__name__} {entry!r:.60}."
@@ -125,7 +124,7 @@ def _bad_entry(entry: Any) -> str | None:
             if field == "discard_on":
                 discards.classes(value)
             elif value is not None:
-                POLICY_CHECKS[field](value, None)
+                validation.POLICY_CHECKS[field](value, None)
         except ValueError as exc:
             return f"{exc}."
     return None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
@@ -282,3 +282,17 @@ def _check_json(value: Any, depth: int = 0) -> None:
                 raise
         return
     raise _Refused(f"is not JSON: {type(value).__name__} {value!r:.60}", UnsupportedType)
+
+
+#: Each policy field's check, for an envelope's own value and for the resolved one alike.
+POLICY_CHECKS: dict[str, Callable[[Any, int], Any]] = {
+    "queue": lambda v, i: name(v, "queue", index=i),
+    "priority": lambda v, i: priority(v, index=i),
+    "weight": lambda v, i: amount(v, "weight", index=i),
+    "rate_class": lambda v, i: optional_name(v, "rate_class", index=i),
+    "max_attempts": lambda v, i: whole(v, "max_attempts", minimum=1, index=i),
+    "retention_ms": lambda v, i: whole(v, "retention_ms", index=i),
+    "lease_ms": lambda v, i: whole(v, "lease_ms", minimum=1, index=i),
+    "timeout_ms": lambda v, i: optional_whole(v, "timeout_ms", minimum=1, index=i),
+    "crash_limit": lambda v, i: whole(v, "crash_limit", minimum=1, index=i),
+}

@@ -38,18 +38,7 @@ _CONFLICT = f"ON CONFLICT (unique_key) WHERE state IN ({_HOLDING_SQL}) AND uniqu
 #: before it takes the transactional path instead.
 _CONFIG_TRIES = 3
 
-#: Each policy field's check, for an envelope's own value and for the resolved one alike.
-POLICY_CHECKS: dict[str, Callable[[Any, int], Any]] = {
-    "queue": lambda v, i: validation.name(v, "queue", index=i),
-    "priority": lambda v, i: validation.priority(v, index=i),
-    "weight": lambda v, i: validation.amount(v, "weight", index=i),
-    "rate_class": lambda v, i: validation.optional_name(v, "rate_class", index=i),
-    "max_attempts": lambda v, i: validation.whole(v, "max_attempts", minimum=1, index=i),
-    "retention_ms": lambda v, i: validation.whole(v, "retention_ms", index=i),
-    "lease_ms": lambda v, i: validation.whole(v, "lease_ms", minimum=1, index=i),
-    "timeout_ms": lambda v, i: validation.optional_whole(v, "timeout_ms", minimum=1, index=i),
-    "crash_limit": lambda v, i: validation.whole(v, "crash_limit", minimum=1, index=i),
-}
+POLICY_CHECKS = validation.POLICY_CHECKS
 #: The policy an envelope may give itself, in the order it is checked (``crash_limit``
 #: comes from TaskConfig, code or settings only).
 _GIVEN_CHECKS: dict[str, Callable[[Any, int], Any]] = {
