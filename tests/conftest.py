@@ -33,10 +33,13 @@ def pytest_sessionfinish(session, exitstatus):
 
     if not settings.configured or not settings.DATABASES["default"]["ENGINE"].endswith("postgresql"):
         return
+    if hasattr(session.config, "workerinput"):  # an xdist worker: its controller checks for it
+        return
     import psycopg
 
     try:
-        left = databases.left_behind(keep_test_database=bool(session.config.getoption("reuse_db", False)))
+        left = databases.left_behind(keep_test_database=bool(session.config.getoption("reuse_db", False)),
+                                     workers=_xdist_workers(session.config))
     except psycopg.OperationalError as error:  # the server is gone: the run has failed already, loudly
         _say(session, f"could not check for databases left behind: {error}")
         return
@@ -44,6 +47,19 @@ def pytest_sessionfinish(session, exitstatus):
         databases.drop(*left)
         _say(session, f"FAILED: the run left PostgreSQL databases behind (dropped now): {', '.join(left)}")
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _xdist_workers(config) -> list[str]:
+    """The ids of the xdist workers this run started (``gw0``, ``gw1``...), none without -n."""
+    if not config.pluginmanager.hasplugin("dsession"):
+        return []
+    return [f"gw{index}" for index in range(len(config.getoption("tx", None) or []))]
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings_xdist_suffix():
+    """pytest-django's own per-worker suffix, left out: each xdist worker already has its own
+    names, in the environment its subprocesses inherit (tests/databases.py)."""
 
 
 def _say(session, line: str) -> None:
