@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from datetime import datetime, timedelta, timezone
 
@@ -69,6 +70,19 @@ def _say(session, line: str) -> None:
         reporter.write_line(line, red=True)
     else:
         print(line, file=sys.stderr)
+
+
+def pytest_configure(config):
+    """The fault suite's seed (tests/faults/support.py), chosen once here, before pytest-xdist
+    starts its workers: each inherits it, and the summary prints the seed they all used."""
+    import random
+
+    os.environ.setdefault("BOSON_FAULT_SEED", str(random.SystemRandom().randrange(2**32)))
+
+
+def pytest_terminal_summary(terminalreporter):
+    seed = os.environ["BOSON_FAULT_SEED"]
+    terminalreporter.write_line(f"boson fault seed: {seed} (replay with BOSON_FAULT_SEED={seed})")
 
 
 def pytest_report_header(config):

@@ -33,6 +33,7 @@ def _drain(worker: str, queue: str, batch: int, on_admit=None) -> list[str]:
     raise AssertionError(f"{worker} never saw {queue} drained")
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_eight_admitters_drain_two_thousand_jobs_each_exactly_once(live_clock):
     results = services.enqueue([envelope(NOOP, queue="drain") for _ in range(2000)])
