@@ -128,6 +128,7 @@ def test_max_active_holds_under_concurrent_admitters(live_clock):
     assert services.counts("cap")["completed"] == 60
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_mixed_rate_classes_and_caps_admit_without_deadlock(live_clock):
     """Admitters that lock buckets and TaskConfig rows in different rounds must not deadlock."""
