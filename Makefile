@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PY := $(abspath $(BIN)/python)
 
-.PHONY: demo demo-check demo-postgres test test-sqlite test-postgres lint docs docs-check wheel-check install clean
+.PHONY: demo demo-check demo-postgres test test-sqlite test-postgres test-slow test-slow-sqlite test-slow-postgres lint docs docs-check wheel-check install clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,16 +36,35 @@ demo-check: $(BIN)/.installed
 demo-postgres: $(BIN)/.installed-dev
 	cd example_project && BOSON_DEMO_DB=postgres $(PY) manage.py boson_demo $(DEMO_ARGS)
 
-# The whole suite on SQLite, then on PostgreSQL (needs a server on 127.0.0.1:5432).
+# The suite on SQLite, then on PostgreSQL (needs a server on 127.0.0.1:5432), in parallel
+# (pytest-xdist: XDIST="-n 0" runs it in one process; each worker has its own databases,
+# tests/databases.py). The tests marked slow (fault, chaos and crash scenarios, the real
+# clients, the demo) are left to `make test-slow`; MARKS="" runs everything, and
+# PYTEST_ARGS passes anything else to pytest (a path, -k, -x).
+XDIST ?= -n 2
+MARKS ?= not slow
+PYTEST = $(BIN)/python -m pytest $(XDIST) -m "$(MARKS)" $(PYTEST_ARGS)
+
 test: $(BIN)/.installed-dev
-	BOSON_TEST_DB=sqlite $(BIN)/python -m pytest $(PYTEST_ARGS)
-	BOSON_TEST_DB=postgres $(BIN)/python -m pytest $(PYTEST_ARGS)
+	BOSON_TEST_DB=sqlite $(PYTEST)
+	BOSON_TEST_DB=postgres $(PYTEST)
 
 test-sqlite: $(BIN)/.installed-dev
-	BOSON_TEST_DB=sqlite $(BIN)/python -m pytest $(PYTEST_ARGS)
+	BOSON_TEST_DB=sqlite $(PYTEST)
 
 test-postgres: $(BIN)/.installed-dev
-	BOSON_TEST_DB=postgres $(BIN)/python -m pytest $(PYTEST_ARGS)
+	BOSON_TEST_DB=postgres $(PYTEST)
+
+# Only the tests marked slow, on SQLite, then on PostgreSQL (CI runs them as a step of
+# their own).
+test-slow: $(BIN)/.installed-dev
+	$(MAKE) test MARKS=slow
+
+test-slow-sqlite: $(BIN)/.installed-dev
+	$(MAKE) test-sqlite MARKS=slow
+
+test-slow-postgres: $(BIN)/.installed-dev
+	$(MAKE) test-postgres MARKS=slow
 
 lint: $(BIN)/.installed-dev
 	$(BIN)/ruff check boson_django example_project scripts tests bench

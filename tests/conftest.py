@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from datetime import datetime, timedelta, timezone
 
@@ -33,10 +34,13 @@ def pytest_sessionfinish(session, exitstatus):
 
     if not settings.configured or not settings.DATABASES["default"]["ENGINE"].endswith("postgresql"):
         return
+    if hasattr(session.config, "workerinput"):  # an xdist worker: its controller checks for it
+        return
     import psycopg
 
     try:
-        left = databases.left_behind(keep_test_database=bool(session.config.getoption("reuse_db", False)))
+        left = databases.left_behind(keep_test_database=bool(session.config.getoption("reuse_db", False)),
+                                     workers=_xdist_workers(session.config))
     except psycopg.OperationalError as error:  # the server is gone: the run has failed already, loudly
         _say(session, f"could not check for databases left behind: {error}")
         return
@@ -46,6 +50,19 @@ def pytest_sessionfinish(session, exitstatus):
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
+def _xdist_workers(config) -> list[str]:
+    """The ids of the xdist workers this run started (``gw0``, ``gw1``...), none without -n."""
+    if not config.pluginmanager.hasplugin("dsession"):
+        return []
+    return [f"gw{index}" for index in range(len(config.getoption("tx", None) or []))]
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings_xdist_suffix():
+    """pytest-django's own per-worker suffix, left out: each xdist worker already has its own
+    names, in the environment its subprocesses inherit (tests/databases.py)."""
+
+
 def _say(session, line: str) -> None:
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
@@ -53,6 +70,19 @@ def _say(session, line: str) -> None:
         reporter.write_line(line, red=True)
     else:
         print(line, file=sys.stderr)
+
+
+def pytest_configure(config):
+    """The fault suite's seed (tests/faults/support.py), chosen once here, before pytest-xdist
+    starts its workers: each inherits it, and the summary prints the seed they all used."""
+    import random
+
+    os.environ.setdefault("BOSON_FAULT_SEED", str(random.SystemRandom().randrange(2**32)))
+
+
+def pytest_terminal_summary(terminalreporter):
+    seed = os.environ["BOSON_FAULT_SEED"]
+    terminalreporter.write_line(f"boson fault seed: {seed} (replay with BOSON_FAULT_SEED={seed})")
 
 
 def pytest_report_header(config):

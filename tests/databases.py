@@ -7,13 +7,36 @@ database has that name, every other one ``<name>_<suffix>`` with a suffix of
 ``SUFFIXES``. A database is made only under a name from :func:`name`, so the list is
 complete; and only these names are ever checked or dropped, so the databases of another
 run on the same server (under another ``BOSON_PG_TEST_NAME``) are never touched.
+
+Under pytest-xdist each worker is a run of its own: ``<name>_<worker id>`` (``test_boson_gw0``)
+and its own SQLite file (:func:`_split_per_xdist_worker`); the controller checks every
+worker's names at the end (tests/conftest.py).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any
 
+
+def _split_per_xdist_worker() -> None:
+    """In a pytest-xdist worker (``PYTEST_XDIST_WORKER``), suffix ``BOSON_PG_TEST_NAME`` and
+    ``BOSON_SQLITE_PATH`` with the worker id, in the environment, once: the subprocesses its
+    tests start (workers, the demo, nested runs) inherit the worker's names and keep them
+    (``BOSON_TEST_WORKER`` says they are applied already). Idempotent."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if not worker or os.environ.get("BOSON_TEST_WORKER") == worker:
+        return
+    os.environ["BOSON_TEST_WORKER"] = worker
+    os.environ["BOSON_PG_TEST_NAME"] = f"{os.environ.get('BOSON_PG_TEST_NAME', 'test_boson')}_{worker}"
+    sqlite = os.environ.get("BOSON_SQLITE_PATH")
+    if sqlite:  # the controller's file: each worker gets its own beside it
+        root, ext = os.path.splitext(sqlite)
+        os.environ["BOSON_SQLITE_PATH"] = f"{root}_{worker}{ext}"
+
+
+_split_per_xdist_worker()
 PREFIX = os.environ.get("BOSON_PG_TEST_NAME", "test_boson")
 
 #: Suffix -> who makes that database.
@@ -37,9 +60,10 @@ def name(suffix: str) -> str:
     return f"{PREFIX}_{suffix}"
 
 
-def ours() -> list[str]:
-    """Every database name this run may make: the test database, then the others."""
-    return [PREFIX, *(name(suffix) for suffix in SUFFIXES)]
+def ours(prefix: str = PREFIX) -> list[str]:
+    """Every database name this run (or the run named ``prefix``) may make: the test
+    database, then the others."""
+    return [prefix, *(f"{prefix}_{suffix}" for suffix in SUFFIXES)]
 
 
 def server() -> dict[str, Any]:
@@ -71,8 +95,11 @@ def drop(*names: str) -> None:
             conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(each)))
 
 
-def left_behind(*, keep_test_database: bool = False) -> list[str]:
+def left_behind(*, keep_test_database: bool = False, workers: Sequence[str] = ()) -> list[str]:
     """This run's databases that still exist (Django's own test database left out when
-    it is kept on purpose, ``--reuse-db``)."""
-    names = ours()[1:] if keep_test_database else ours()
+    it is kept on purpose, ``--reuse-db``); with ``workers`` (pytest-xdist's ids, seen from
+    its controller), those of each worker's run ``<name>_<worker id>``."""
+    names = []
+    for prefix in [f"{PREFIX}_{worker}" for worker in workers] or [PREFIX]:
+        names += ours(prefix)[1:] if keep_test_database else ours(prefix)
     return existing(names)

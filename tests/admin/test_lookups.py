@@ -86,7 +86,12 @@ def _opens(client, url: str) -> None:
     assert response.status_code == 200, (url, response.status_code)
 
 
-@pytest.mark.parametrize("model", _boson_admins())
+#: The lists with the most links to follow: slow (make test-slow); the others stay in make test.
+MANY_LINKS = {"job", "failedjob", "quarantinedjob", "lease"}
+
+
+@pytest.mark.parametrize("model", [pytest.param(model, marks=pytest.mark.slow) if model in MANY_LINKS else model
+                                   for model in _boson_admins()])
 def test_every_filter_sort_and_page_link_of_a_list_still_opens_it(superuser_client, links_store, model):
     url = reverse(f"admin:boson_django_{model}_changelist")
     links = _links(superuser_client.get(url).content.decode(), url)
@@ -105,6 +110,7 @@ def test_the_job_list_has_filter_links_to_check(superuser_client, links_store):
     assert {"?state__exact=failed", "?queue=q-failed", f"?task={ADD}"} <= set(links), links
 
 
+@pytest.mark.slow
 def test_every_filtered_list_link_of_the_dashboard_opens_its_list(superuser_client, links_store):
     body = superuser_client.get(reverse("admin:boson_django_dashboard_changelist")).content.decode()
     links = _links(body, "/admin/boson_django/")

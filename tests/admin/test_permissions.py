@@ -97,7 +97,8 @@ def _rows() -> tuple:
             sorted(Schedule.objects.values_list("name", "enabled", "last_run_at")), QuarantinedFingerprint.objects.count())
 
 
-@pytest.mark.parametrize("who", ["anonymous", "staff without boson permissions", "viewer"])
+@pytest.mark.parametrize("who", ["anonymous", pytest.param("staff without boson permissions", marks=pytest.mark.slow),
+                                 pytest.param("viewer", marks=pytest.mark.slow)])
 def test_no_action_or_button_of_any_list_changes_anything_without_its_permission(store, settings, who):
     """Every action of every list (explicit and "all matching"), every per-row button and
     every form, posted by a user lacking the permission each needs."""

@@ -46,6 +46,7 @@ def test_sqlite_drain_measures_something(tmp_path):
     assert result["drain"][0] > 0
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_postgres_measurements_run(pg_env):
     result = _run("peers", "--n", "60", "--single", "5", "--reps", "1", "--wakeups", "2", "--window", "2",
@@ -54,6 +55,7 @@ def test_postgres_measurements_run(pg_env):
     assert result["wakeup"]["p50_ms"] > 0
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_the_scale_drain_starts_every_process_before_the_jobs(pg_env):
     result = _run("drain", "--started", "--processes", "2", "--n", "16000", "--reps", "1", "--window", "20",
@@ -70,6 +72,7 @@ def test_the_scale_drain_starts_every_process_before_the_jobs(pg_env):
     assert cpu["database"] + cpu["workers"] + cpu["idle"] <= 1.05
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_the_long_drain_measures_both_fifths(pg_env):
     # big enough that the drain outlasts the driver's 0.1 s polls (500 jobs at concurrency 8

@@ -8,6 +8,8 @@ import os
 import statistics
 from pathlib import Path
 
+import pytest
+
 RUN = Path(__file__).resolve().parents[2] / "bench" / "run.py"
 
 
@@ -114,6 +116,7 @@ def test_a_failed_scale_rep_is_reported_and_not_run_again(monkeypatch):
     assert out == {"boson-scale": {"error": "exit 1: boom"}}
 
 
+@pytest.mark.slow
 def test_the_machines_own_scaling_is_measured_with_no_database_and_shown_beside_the_ratios():
     run = _run_module()
     result = run.machine_scaling.measure(seconds=0.05, rounds=2)

@@ -18,7 +18,7 @@ from boson_django.services import Envelope, Outcome
 from tests.browser.conftest import WAIT_S
 from tests.factories import ADD, NOOP
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 TRACEBACK = 'Traceback (most recent call last):\n  File "tasks.py", line 7, in add\n    return a + b\nTypeError: unsupported operand type(s)'
 

@@ -19,7 +19,7 @@ from boson_django.services import Envelope, Outcome
 from tests.browser.conftest import WAIT_S
 from tests.factories import ADD, NOOP, SEND_MAIL
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 ERROR = ("smtplib.SMTPRecipientsRefused: {'bob@example.com': (550, b'User unknown')}\n"
          "Traceback (most recent call last):\n  File \"shop/tasks.py\", line 41, in send_mail\n")

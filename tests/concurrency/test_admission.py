@@ -33,6 +33,7 @@ def _drain(worker: str, queue: str, batch: int, on_admit=None) -> list[str]:
     raise AssertionError(f"{worker} never saw {queue} drained")
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_eight_admitters_drain_two_thousand_jobs_each_exactly_once(live_clock):
     results = services.enqueue([envelope(NOOP, queue="drain") for _ in range(2000)])
@@ -127,6 +128,7 @@ def test_max_active_holds_under_concurrent_admitters(live_clock):
     assert services.counts("cap")["completed"] == 60
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_mixed_rate_classes_and_caps_admit_without_deadlock(live_clock):
     """Admitters that lock buckets and TaskConfig rows in different rounds must not deadlock."""

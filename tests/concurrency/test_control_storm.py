@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from boson_django import services
 from boson_django.errors import LeaseRejected, UnknownJob
 from boson_django.models import Job
@@ -92,6 +94,7 @@ def _operator(i: int) -> None:
                                      rate_class=rng.choice([None, "a", "c"]))
 
 
+@pytest.mark.slow
 def test_operators_and_workers_at_once(live_clock):
     services.set_task_config(NOOP, crash_limit=2)
     services.set_rate_limit("a", 40, 1_000)

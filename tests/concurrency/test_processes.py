@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from datetime import datetime, timedelta, timezone
 
+import pytest
+
 from boson_django import clock, services
 from tests.concurrency.support import assert_each_admitted_once, start_python
 from tests.conftest import EPOCH
@@ -41,6 +43,7 @@ for line in sys.stdin:
 """
 
 
+@pytest.mark.slow
 def test_worker_processes_drain_one_store_each_job_exactly_once(live_clock):
     """On SQLite: one file, several processes, no 'database is locked' escaping."""
     job_ids = [r.id for r in services.enqueue([envelope(NOOP, queue="procs") for _ in range(JOBS)])]

@@ -28,6 +28,7 @@ def test_sixteen_concurrent_enqueues_of_one_key_make_one_job(live_clock, key):
     assert list(Job.objects.filter(unique_key=key).values_list("id", flat=True)) == [created[0].id]
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_batches_sharing_keys_in_different_orders_neither_deadlock_nor_double(live_clock):
     """Each batch holds the same keys, shuffled its own way: inserted in key order, the

@@ -13,6 +13,7 @@ from __future__ import annotations
 import queue
 import signal
 
+import pytest
 from django.db import transaction
 
 from boson_django import services
@@ -56,6 +57,7 @@ class Operator:
                 services.retry_jobs([job_id])
 
 
+@pytest.mark.slow
 def test_web_enqueues_and_operator_controls_beside_three_workers_lose_and_double_nothing(live_clock, tmp_path):
     operator = Operator()
     enqueued: list[str] = []

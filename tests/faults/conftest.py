@@ -36,12 +36,6 @@ def proxy():
     front.close()
 
 
-def pytest_terminal_summary(terminalreporter):
-    from tests.faults.support import SEED
-
-    terminalreporter.write_line(f"boson fault seed: {SEED} (replay with BOSON_FAULT_SEED={SEED})")
-
-
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "pg_restart: restarts the shared PostgreSQL server; runs only with BOSON_PG_RESTART=1",

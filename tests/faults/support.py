@@ -123,7 +123,8 @@ def is_postgres() -> bool:
 
 
 def _seed() -> int:
-    """The fault suite's seed: ``BOSON_FAULT_SEED`` or a fresh one, printed in the header."""
+    """The fault suite's seed: ``BOSON_FAULT_SEED`` (tests/conftest.py chooses one for the run
+    and prints it in the summary) or a fresh one."""
     import random
 
     raw = os.environ.get("BOSON_FAULT_SEED")

@@ -3,6 +3,8 @@ poison job; and crash versus failure accounting. Real processes on SQLite and Po
 
 from __future__ import annotations
 
+import pytest
+
 from boson_django import services
 from boson_django.models import Job
 from tests.faults.checker import assert_sound, effects_of, starts_of
@@ -57,6 +59,7 @@ def test_sigkill_between_the_effect_and_the_ack_commit_leaves_no_effect(live_clo
     assert_sound([job_id])
 
 
+@pytest.mark.slow
 def test_a_poison_job_is_quarantined_at_the_crash_limit_while_other_jobs_flow(live_clock, tmp_path, workers):
     (pill,) = enqueue_many(POISON, 1, queue="poison", lease_ms=LEASE_MS)
     normal = enqueue_many(EFFECT, 30, queue="normal")
@@ -80,6 +83,7 @@ def test_a_poison_job_is_quarantined_at_the_crash_limit_while_other_jobs_flow(li
     assert_sound([pill, again, *normal])
 
 
+@pytest.mark.slow
 def test_with_max_attempts_1_a_crash_does_not_fail_the_job_but_a_failure_does(live_clock, tmp_path, workers):
     (job_id,) = enqueue_many(FAILS, 1, args=[str(tmp_path), "never"], lease_ms=LEASE_MS)
     doomed = workers("w-crash")

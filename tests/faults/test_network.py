@@ -59,6 +59,7 @@ def _assert_ran_once(ids: list[str]) -> None:
     assert_sound(ids)
 
 
+@pytest.mark.slow
 def test_an_outage_shorter_than_the_leases_keeps_every_lease(real_clock, tmp_path, proxy, workers):
     ids = enqueue_many(EFFECT, 4, args=[str(tmp_path), "go"], lease_ms=LEASE_MS)
     worker = workers("w-short-outage", "--concurrency", "4", env=proxied_env(proxy, **FAST_BEAT))
@@ -99,6 +100,7 @@ LONG_LEASE_MS = 10_000
 QUICK_CONNECT = {**FAST_BEAT, "CONNECTION_OPTIONS": {"connect_timeout": 2}}
 
 
+@pytest.mark.slow
 def test_a_black_hole_is_noticed_and_the_worker_recovers_without_a_restart(real_clock, tmp_path, proxy, workers):
     """Every packet dropped without a word: the connections stay open and nothing on them
     fails, so only an answer that is overdue says the database is gone. The worker drops
@@ -122,6 +124,7 @@ def test_a_black_hole_is_noticed_and_the_worker_recovers_without_a_restart(real_
     _assert_ran_once(ids)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("second", [None, signal.SIGINT], ids=["sigterm", "then-sigint"])
 def test_a_black_hole_then_sigterm_exits_in_time(real_clock, tmp_path, proxy, workers, second):
     """SIGTERM with every packet black-holed: the worker exits within its grace and a few

@@ -25,7 +25,7 @@ def _encoded_size(text: str) -> int:
     return len(b'["' + text.encode() + b'"]') + len(b"{}") * 2  # args + kwargs + meta, as JSON
 
 
-@pytest.mark.parametrize("size", [MIB, 16 * MIB], ids=["1MB", "16MB"])
+@pytest.mark.parametrize("size", [MIB, pytest.param(16 * MIB, marks=pytest.mark.slow)], ids=["1MB", "16MB"])
 def test_large_payloads_run_to_completion(live_clock, workers, size):
     limit = conf.get().MAX_PAYLOAD_BYTES
     assert limit == 16 * MIB

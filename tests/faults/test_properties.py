@@ -4,7 +4,7 @@ Every call either succeeds or raises a documented error (``InvalidEnvelope`` -- 
 ``ValueError`` --, ``DuplicateJobId``, ``LeaseRejected``, ``UnknownJob``), nothing is
 half-written, and ``find_problems()`` stays clean after every example.
 
-Seeded: the seed is printed in the test header (``boson fault seed``) and in every
+Seeded: the seed is printed in the run's summary (``boson fault seed``) and in every
 failure; ``BOSON_FAULT_SEED=<n>`` replays a run.
 """
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from datetime import timezone
 
+import pytest
 from hypothesis import HealthCheck, given, note, seed, settings
 from hypothesis import strategies as st
 
@@ -56,6 +57,7 @@ def _clean() -> None:
     assert problems == [], [str(p) for p in problems]
 
 
+@pytest.mark.slow
 @seed(SEED)
 @PROFILE
 @given(batch=st.lists(envelopes, min_size=1, max_size=3), unique=st.booleans())
@@ -72,6 +74,7 @@ def test_enqueue_of_arbitrary_envelopes_succeeds_or_raises_a_documented_error(st
     _clean()
 
 
+@pytest.mark.slow
 @seed(SEED)
 @PROFILE
 @given(outcome=st.sampled_from(list(Outcome)) | st.text(max_size=12), delay=numbers,

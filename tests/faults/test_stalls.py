@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import signal
 
+import pytest
+
 from boson_django import services
 from boson_django.models import Job, JobData, Run
 from tests.faults.checker import assert_sound, effects_of, starts_of
@@ -49,6 +51,7 @@ def test_a_worker_stopped_past_its_lease_is_refused_everything_when_it_resumes(l
     assert_sound([job_id])
 
 
+@pytest.mark.slow
 def test_the_store_clock_jumping_past_many_leases(live_clock, tmp_path, workers):
     held = enqueue_many(EFFECT, 40, args=[str(tmp_path), "go"], lease_ms=LEASE_MS)
     pool = [workers(f"w-jump-{i}", "--concurrency", "20") for i in range(2)]

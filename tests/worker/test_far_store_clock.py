@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
+import pytest
 from django.core.management import call_command
 
 from boson_django import conf, services
@@ -189,6 +190,7 @@ def test_boson_status_shows_times_against_the_store_clock(far_clock, capsys):
     assert "holder=node-b  fence=1  expires in 30s" in out
 
 
+@pytest.mark.slow
 def test_a_worker_process_follows_the_store_clock(far_clock, tmp_path, procs):
     """The same in a worker process of its own: it reads the frozen time from the store."""
     start = far_clock.now()

@@ -38,6 +38,7 @@ def change_until(path: pathlib.Path, proc: Proc, text: str, content: str | None 
     assert proc.says(text), proc.text()
 
 
+@pytest.mark.slow
 def test_a_change_restarts_the_worker_once_its_running_job_is_done(live_clock, tmp_path, procs):
     proc = reloading(tmp_path, "w-reload")
     procs.append(proc)
@@ -76,6 +77,7 @@ def test_a_stop_lets_the_running_job_finish_and_ends_both_processes(live_clock, 
     assert proc.text().count("worker w-reload-term up") == 1
 
 
+@pytest.mark.slow
 def test_a_worker_that_cannot_start_waits_for_the_fix(live_clock, tmp_path, procs):
     """A module of tasks with a syntax error fails the system check (boson.E005): the
     child keeps watching, and the fix starts the worker."""
