@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 
 from boson_django import clock
 from boson_django import database
+from boson_django.drivers.postgresql import session
 from boson_django.services import throughput
 
 #: Sequential scans off, so a plan made while the run table looked empty (a new store,
@@ -135,7 +136,7 @@ def complete(
     parameter element by element in Python (~1 us each, three per ack), the JSON encoder
     the whole batch in C."""
     by_id = {job_id: [fence, result] for job_id, fence, result in acks}
-    rows = database.one_statement(
+    rows = session.one_statement(
         connection, _sql(details), [database.to_json(by_id), retention_ms, random.randrange(throughput.SHARDS)],
         planner=_PLANNER,
     )

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from boson_django import clock
-from boson_django import database
+from boson_django.drivers.postgresql import session
 from boson_django.services.jobrows import JOB_COLUMNS, first_run
 
 _RETURNED = ", ".join(f"j.{c.strip()}" for c in JOB_COLUMNS.split(","))
@@ -97,7 +97,7 @@ def claim_free(
     Returns ``(rows, held, now)``: the claimed job rows (runs opened), how many
     candidates among the first ``limit`` need the general path, and the store time.
     """
-    fetched = database.one_statement(
+    fetched = session.one_statement(
         connection, _claim_sql(len(lanes)), [*lanes, limit, worker_id, lease_ms, worker_id], planner=planner(len(lanes))
     )
     rows = [row for row in fetched if row["id"] is not None]  # in no order: admit() sorts the batch

@@ -26,6 +26,7 @@ from django.db import IntegrityError
 from boson_django import clock
 from boson_django.errors import DuplicateJobId
 from boson_django import database
+from boson_django.drivers.postgresql import session
 
 #: What an enqueue transaction reads before it inserts: the store clock, the TaskConfig
 #: rows of its tasks, its quarantined fingerprints and whether an explicit id exists. The
@@ -201,7 +202,7 @@ def insert_alone(
         None if assumed is None else database.to_json(assumed), channel,
     ]
     try:
-        rows = database.one_statement(connection, statement.sql, params)
+        rows = session.one_statement(connection, statement.sql, params)
     except IntegrityError as exc:  # the explicit id exists
         raise DuplicateJobId(f"job id {values['id']!r} already exists") from exc
     if not rows:

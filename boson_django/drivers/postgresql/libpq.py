@@ -1,6 +1,6 @@
 """The prepared statements of the hot paths, run on libpq itself.
 
-:func:`boson_django.database.one_statement` runs the worker's claim and ack flush and
+:func:`boson_django.drivers.postgresql.session.one_statement` runs the worker's claim and ack flush and
 the one-job enqueue as prepared statements. Through a psycopg cursor each execution spent
 about 40 us of client CPU in psycopg's own machinery (converting the query, its cache of
 prepared statements, dumping each parameter, its non-blocking wait): as much as the rest
