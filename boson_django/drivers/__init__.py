@@ -30,6 +30,14 @@ def for_connection(connection: BaseDatabaseWrapper) -> Driver:
     return driver
 
 
+def known(connection: BaseDatabaseWrapper) -> Driver | None:
+    """:func:`for_connection`, or None for an engine boson_django has no driver for."""
+    try:
+        return for_connection(connection)
+    except NotImplementedError:
+        return None
+
+
 def _load(connection: BaseDatabaseWrapper) -> Driver:
     if connection.vendor == "postgresql":
         from boson_django.drivers.postgresql import DRIVER as postgresql
@@ -59,4 +67,4 @@ def undedicate(connection: BaseDatabaseWrapper) -> None:
 
 database.use_drivers(for_connection)
 
-__all__ = ["Driver", "dedicate", "for_alias", "for_connection", "undedicate"]
+__all__ = ["Driver", "dedicate", "for_alias", "for_connection", "known", "undedicate"]

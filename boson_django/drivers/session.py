@@ -21,6 +21,19 @@ class Session:
 
     #: Whether the engine sends ``NOTIFY`` from a statement (:mod:`boson_django.services.wakeups`).
     notifies: bool = False
+    #: Whether a worker acks on its loop's thread (one writer at a time: a separate acking
+    #: connection would only wait for the loop's) rather than on an acking thread.
+    acks_inline: bool = True
+    #: Whether a worker's watchdog breaks a connection whose answer is overdue (an engine
+    #: whose waits are bounded by its own timeout needs none).
+    watched: bool = False
+
+    def connected(self, connection: BaseDatabaseWrapper) -> None:
+        """Set up a connection Django just opened (any alias of this engine)."""
+
+    def in_memory(self, connection: BaseDatabaseWrapper) -> bool:
+        """Whether ``connection``'s database lives in this process only (no other process sees it)."""
+        return False
 
     def begin_immediate(self, connection: BaseDatabaseWrapper) -> AbstractContextManager[None]:
         """Around the outermost ``atomic`` of a store transaction: makes it take its write

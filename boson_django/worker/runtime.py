@@ -104,7 +104,7 @@ class Worker:
         self.watchdog = Watchdog(stop_at=lambda: self.shutdown.deadline)
         self.watch: Watch | None = None
         self.reply_s = s.REPLY_TIMEOUT_MS / 1000 or None
-        self.acker = Acker(self.using, inline=connections[self.using].vendor != "postgresql",
+        self.acker = Acker(self.using, inline=drivers.for_alias(self.using).acks_inline,
                            take=self._take_for_flush, pending=lambda: bool(self.finished), on_flushed=self.waker.set,
                            watchdog=self.watchdog, reply_s=self._reply_s, reconnect=self.reconnect)
         #: A small worker admits all its free slots at once, so its claims and its flushes

@@ -27,7 +27,8 @@ from boson_django import services
 from boson_django.errors import LeaseRejected
 from boson_django.models import Job, Run
 from boson_django import drivers
-from boson_django.services import AckRequest, AdmissionUnit, LeaseRef, Outcome, claim_pg
+from boson_django.services import AckRequest, AdmissionUnit, LeaseRef, Outcome
+from boson_django.drivers.postgresql import claim as claim_pg
 from tests.factories import ADD, NOOP, envelope
 
 pytestmark = pytest.mark.postgres
@@ -194,7 +195,7 @@ def test_the_claims_generic_plan_probes_each_jobs_runs_by_key_when_planned_again
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE boson_run")  # the statistics: no run at all
         cursor.execute("ANALYZE boson_job")
-    parts = claim_pg._claim_sql(0).split("%s")
+    parts = claim_pg.claim_sql(0).split("%s")
     numbered = "".join(part + (f"${i + 1}" if i < len(parts) - 1 else "") for i, part in enumerate(parts))
     with transaction.atomic(), connection.cursor() as cursor:
         for setting in claim_pg.planner(0):  # the generic plan, as the worker runs it

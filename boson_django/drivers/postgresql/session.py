@@ -249,6 +249,8 @@ def _roll_back_quietly(raw: Any) -> None:
 
 class PostgresSession(Session):
     notifies = True
+    acks_inline = False
+    watched = True
 
     def set_local_timeouts(self, connection: BaseDatabaseWrapper) -> None:
         set_local_timeouts(connection)

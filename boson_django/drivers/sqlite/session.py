@@ -10,9 +10,17 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 
 from boson_django import conf
 from boson_django.drivers.session import Session
+from boson_django.drivers.sqlite import connect
 
 
 class SQLiteSession(Session):
+    def connected(self, connection: BaseDatabaseWrapper) -> None:
+        connect.tune(connection)
+
+    def in_memory(self, connection: BaseDatabaseWrapper) -> bool:
+        """``:memory:``, or the ``mode=memory`` URI Django's test runner gives SQLite."""
+        return bool(connection.is_in_memory_db())
+
     def begin_immediate(self, connection: BaseDatabaseWrapper) -> AbstractContextManager[None]:
         """``BEGIN IMMEDIATE`` for the outermost transaction, so it never fails on upgrade
         from a read lock to the write lock; nothing inside the caller's transaction."""
