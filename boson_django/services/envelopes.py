@@ -121,9 +121,8 @@ class Policies:
         return resolved
 
 
-#: A task's resolved defaults when it has no TaskConfig row, kept across calls (a one-job
-#: enqueue resolved them on every call: ~11 of its ~25 us of Python) with what they came
-#: from -- the settings object (``override_settings`` makes a new one) and the registered
+#: A task's resolved defaults when it has no TaskConfig row, kept across calls with what
+#: they came from -- the settings object (``override_settings`` makes a new one) and the registered
 #: Task (frozen) -- and used only while both are still the ones in force.
 _CODE_DEFAULTS: dict[str, tuple[Any, Any, tuple[dict[str, Any], dict[str, Any]]]] = {}
 
