@@ -45,4 +45,5 @@ def _in_memory(alias: str) -> bool:
     """Whether ``alias`` is an in-memory SQLite database (``:memory:``, or the
     ``mode=memory`` URI Django's test runner gives SQLite without a ``TEST`` name)."""
     connection = connections[alias]
-    return drivers.for_connection(connection).in_memory(connection)
+    driver = drivers.known(connection)
+    return driver is not None and driver.in_memory(connection)
