@@ -7,7 +7,7 @@ class BosonConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from boson_django import checks, signals, taskresults  # noqa: F401  (registers checks and hooks)
+        from boson_django import checks, drivers, signals, taskresults  # noqa: F401  (registers checks and hooks)
         from boson_django.worker import embedded
 
         taskresults.use_django6_finished_logging()

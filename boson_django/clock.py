@@ -1,60 +1,35 @@
 """The store clock: every time a transition uses comes from here.
 
-Normally it is the database server's clock (PostgreSQL ``clock_timestamp()``; for
-SQLite, an embedded database, the host clock). ``freeze``/``advance``/``unfreeze``
-write one row, so a frozen clock is seen by every process that uses the database,
-workers in subprocesses included.
+Normally it is the database server's clock (the engine driver's: PostgreSQL
+``clock_timestamp()``; for SQLite, an embedded database, the host clock). ``freeze``/
+``advance``/``unfreeze`` write one row, so a frozen clock is seen by every process that
+uses the database, workers in subprocesses included.
 """
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 
-from boson_django import database
+from boson_django import database, drivers
+from boson_django.drivers.clock import from_row
 
-#: The store time as one SQL row (column ``now``), for statements that read it inline
-#: instead of paying a round trip of their own.
-PG_NOW = (
-    "SELECT COALESCE(c.frozen_at, clock_timestamp() + COALESCE(c.offset_ms, 0) * INTERVAL '1 millisecond') AS now "
-    "FROM (SELECT 1) AS one LEFT JOIN boson_clock c ON c.id = 1"
-)
-_SQLITE_NOW = "SELECT frozen_at, offset_ms FROM boson_clock WHERE id = 1"
+__all__ = ["advance", "freeze", "from_row", "now", "unfreeze"]
 
 
 def now(using: str | None = None) -> datetime:
-    """The store's current time, aware UTC (whatever the PostgreSQL session's zone)."""
+    """The store's current time, aware UTC."""
     connection = database.conn(using)
-    with connection.cursor() as cursor:
-        if database.is_postgres(connection):
-            cursor.execute(PG_NOW)
-            return database.dt_not_null(cursor.fetchone()[0]).astimezone(timezone.utc)
-        cursor.execute(_SQLITE_NOW)
-        row = cursor.fetchone()
-    frozen_at, offset_ms = row if row else (None, 0)
-    return from_row(frozen_at, offset_ms, datetime.now(timezone.utc))
-
-
-def from_row(frozen_at: object, offset_ms: int | None, server_now: object) -> datetime:
-    """Store time from the clock row and the server's time (for queries that read them along
-    with other things, saving a round trip)."""
-    if frozen_at is not None:
-        return database.dt_not_null(frozen_at).astimezone(timezone.utc)
-    return database.dt_not_null(server_now).astimezone(timezone.utc) + timedelta(milliseconds=offset_ms or 0)
+    return drivers.for_connection(connection).now(connection)
 
 
 def _state(using: str | None) -> tuple[datetime | None, int]:
-    from boson_django.models import StoreClock
-
-    row = StoreClock.objects.using(database.alias(using)).filter(id=1).first()
-    return (row.frozen_at, row.offset_ms) if row else (None, 0)
+    connection = database.conn(using)
+    return drivers.for_connection(connection).clock_row(connection)
 
 
 def _write(frozen_at: datetime | None, offset_ms: int, using: str | None) -> None:
-    from boson_django.models import StoreClock
-
-    StoreClock.objects.using(database.alias(using)).update_or_create(
-        id=1, defaults={"frozen_at": frozen_at, "offset_ms": offset_ms}
-    )
+    connection = database.conn(using)
+    drivers.for_connection(connection).write_clock(connection, frozen_at, offset_ms)
 
 
 def freeze(at: datetime | None = None, using: str | None = None) -> datetime:

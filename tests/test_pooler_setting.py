@@ -13,7 +13,8 @@ from django.db import connection
 from django.test import override_settings
 
 from boson_django import conf
-from boson_django import database
+from boson_django import drivers
+from boson_django.drivers.postgresql import session
 from boson_django.worker.runtime import Worker, WorkerOptions
 
 BASE = {"TASK_MODULES": ["tests.testapp.more_tasks"]}
@@ -82,17 +83,17 @@ def test_no_session_setting_is_kept_behind_a_transaction_pooler():
     """A worker's dedicated connection keeps the claim's planner setting for its session
     -- unless the session may be handed to another client."""
     connection.ensure_connection()
-    database.dedicate(connection)
+    drivers.dedicate(connection)
     try:
         with override_settings(BOSON={**BASE, "POOLER": "transaction"}):
-            database.one_statement(connection, "SELECT %s::int AS n", [1], planner=["enable_seqscan = off"])
+            session.one_statement(connection, "SELECT %s::int AS n", [1], planner=["enable_seqscan = off"])
             assert getattr(connection, "boson_session_settings", None) is None
             with connection.cursor() as cursor:
                 cursor.execute("SHOW enable_seqscan")
                 assert cursor.fetchone()[0] == "on"
-        database.one_statement(connection, "SELECT %s::int AS n", [1], planner=["enable_seqscan = off"])
+        session.one_statement(connection, "SELECT %s::int AS n", [1], planner=["enable_seqscan = off"])
         with connection.cursor() as cursor:
             cursor.execute("SHOW enable_seqscan")
             assert cursor.fetchone()[0] == "off"  # directly connected, it is kept
     finally:
-        database.undedicate(connection)
+        drivers.undedicate(connection)

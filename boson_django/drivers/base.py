@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from boson_django.drivers.claim import ClaimStatements
+from boson_django.drivers.clock import ClockStatements
+from boson_django.drivers.enqueue import EnqueueStatements
+from boson_django.drivers.session import Session
 
 
-class Driver:
+class Driver(Session, ClockStatements, ClaimStatements, EnqueueStatements):
     """One engine's statements. Subclasses override what their engine does differently;
     what is the same on every engine lives here once."""
 

@@ -6,7 +6,7 @@ from django.core.management.base import CommandError
 from django.db import DatabaseError, connections
 from django.db.migrations.executor import MigrationExecutor
 
-from boson_django import database
+from boson_django import database, drivers
 
 
 def checked_alias(using: str | None) -> str:
@@ -45,4 +45,5 @@ def _in_memory(alias: str) -> bool:
     """Whether ``alias`` is an in-memory SQLite database (``:memory:``, or the
     ``mode=memory`` URI Django's test runner gives SQLite without a ``TEST`` name)."""
     connection = connections[alias]
-    return connection.vendor == "sqlite" and connection.is_in_memory_db()
+    driver = drivers.known(connection)
+    return driver is not None and driver.in_memory(connection)

@@ -21,8 +21,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from boson_django import clock
 from boson_django import database
+from boson_django.drivers.postgresql import session
+from boson_django.drivers.postgresql.clock import STORE_NOW
 from boson_django.services import throughput
 
 #: Sequential scans off, so a plan made while the run table looked empty (a new store,
@@ -135,7 +136,7 @@ def complete(
     parameter element by element in Python (~1 us each, three per ack), the JSON encoder
     the whole batch in C."""
     by_id = {job_id: [fence, result] for job_id, fence, result in acks}
-    rows = database.one_statement(
+    rows = session.one_statement(
         connection, _sql(details), [database.to_json(by_id), retention_ms, random.randrange(throughput.SHARDS)],
         planner=_PLANNER,
     )
@@ -153,4 +154,4 @@ def complete(
 
 @functools.cache
 def _sql(details: bool) -> str:
-    return _COMPLETE.format(now=clock.PG_NOW, running=database.in_state("running"), returned=_DETAILS if details else _IDS)
+    return _COMPLETE.format(now=STORE_NOW, running=database.in_state("running"), returned=_DETAILS if details else _IDS)

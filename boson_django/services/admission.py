@@ -1,26 +1,24 @@
-"""admit: the whole admission decision in one transaction.
+"""admit: the whole admission decision.
 
 Skip paused queues, respect per-task ``max_active``, take bucket tokens, claim by
 priority then age, open runs, set leases. Statements per batch are bounded (at most
-three candidate rounds), never one per job.
+three candidate rounds), never one per job. The statements are the engine driver's
+(:mod:`boson_django.drivers.claim`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timedelta
 from typing import Any
 
 from boson_django import clock, transitions, validation
 from boson_django import database, drivers
-from boson_django.services import claim_pg, history
+from boson_django.services import history
 from boson_django.services.buckets import Buckets
-from boson_django.services.jobrows import JOB_COLUMNS, UNREADABLE, decoded, envelope_from_row, first_run
+from boson_django.services.jobrows import UNREADABLE, decoded, envelope_from_row
 from boson_django.services.types import AdmissionUnit, LeaseRef
 
 MAX_ROUNDS = 3
-#: Returned with each claimed row besides the envelope: times, and whether the job had runs.
-_EXTRA = f"enqueued_at, started_at, attempted_at, {first_run('boson_job')}"
 
 
 class _ActiveLimits:
@@ -33,17 +31,17 @@ class _ActiveLimits:
 
     def load(self, tasks: set[str], *, wait: bool = True) -> None:
         """Lock the caps of ``tasks``; ``wait=False`` treats caps another admitter holds as full."""
-        wanted = sorted(t for t in tasks if t not in self.free)
-        if not wanted:
+        unknown = sorted(t for t in tasks if t not in self.free)
+        if not unknown:
             return
         with database.conn(self.using).cursor() as cursor:
             rows, busy = database.lock_by_key(
-                cursor, "boson_task_config", "task", "max_active", wanted, wait=wait,
+                cursor, "boson_task_config", "task", "max_active", unknown, wait=wait,
                 where="max_active IS NOT NULL",
             )
             limits = {**dict(rows), **{task: 0 for task in busy}}  # held elsewhere: no slot now
             running = self._running(sorted(limits), cursor)
-        for task in wanted:
+        for task in unknown:
             self.free[task] = limits[task] - running.get(task, 0) if task in limits else None
 
     @staticmethod
@@ -87,25 +85,26 @@ def admit(
     job's fence by one. ``queues`` empty or None means every queue. Jobs held back by one
     rate class or task cap do not block others. Not idempotent: each call claims anew.
 
-    On PostgreSQL the jobs that need no bucket or cap are claimed by one statement
-    (:mod:`~boson_django.services.claim_pg`, its own transaction unless the caller has
-    one); only when candidates needing one were met does the general path run after it.
+    Where the driver claims the jobs that need no bucket or cap in one statement
+    (:meth:`~boson_django.drivers.claim.ClaimStatements.claim_free`, its own transaction
+    unless the caller has one), it does so first; the general path runs after it only
+    when candidates needing one were met, and alone where the driver has no such claim.
     """
     worker_id = validation.name(worker_id, "worker_id", max_len=255)
     limit = validation.whole(limit, "limit")
     lease_ms = validation.optional_whole(lease_ms, "lease_ms", minimum=1)
-    wanted = [validation.name(q, "queues") for q in (queues or [])]
+    names = [validation.name(q, "queues") for q in (queues or [])]
     if limit == 0:
         return []
     db = database.alias(using)
     connection = database.conn(db)
-    if not database.is_postgres(connection):
-        return _admit(worker_id, wanted, limit, lease_ms=lease_ms, using=db)
-    rows, held, now = claim_pg.claim_free(connection, worker_id, wanted, limit, lease_ms)
-    units = [_unit(row) for row in rows]
-    transitions.admitted(units, now, db)
-    if held and len(units) < limit:
-        units += _admit(worker_id, wanted, limit - len(units), lease_ms=lease_ms, using=db)
+    free = drivers.for_connection(connection).claim_free(connection, worker_id, names, limit, lease_ms)
+    if free is None:
+        return _admit(worker_id, names, limit, lease_ms=lease_ms, using=db)
+    units = [_unit(row) for row in free.rows]
+    transitions.admitted(units, free.now, db)
+    if free.held and len(units) < limit:
+        units += _admit(worker_id, names, limit - len(units), lease_ms=lease_ms, using=db)
     units.sort(key=_claim_order)  # RETURNING has no order; one batch, whichever path claimed each
     return units
 
@@ -117,21 +116,19 @@ def _claim_order(unit: AdmissionUnit) -> tuple[int, Any, str]:
 
 
 #: Parameters the claim's statement binds per job (its id three times, expiry, charge)
-#: and besides them. It lists the whole claim: where SQLite binds 999 parameters (before
-#: 3.32) a claim of 200 jobs failed, and a worker with that many free slots never started
-#: a job; fewer are claimed at once there.
+#: and besides them: a claim lists no more jobs than the engine lets one statement bind.
 _BOUND_PER_CLAIM, _BOUND_BESIDES_CLAIMS = 5, 8
 
 
 @database.store_transaction
 def _admit(
-    worker_id: str, wanted: list[str], limit: int, *, lease_ms: int | None, using: str
+    worker_id: str, queues: list[str], limit: int, *, lease_ms: int | None, using: str
 ) -> list[AdmissionUnit]:
     """The general path: buckets and caps decide, candidate by candidate, in bounded rounds."""
     limit = min(limit, database.most_listed(database.conn(using), each=_BOUND_PER_CLAIM, besides=_BOUND_BESIDES_CLAIMS))
     now = clock.now(using)
     buckets, caps = Buckets(using, now), _ActiveLimits(using)
-    picked = _pick(using, wanted, limit, buckets, caps)
+    picked = _pick(using, queues, limit, buckets, caps)
     if not picked:
         buckets.save()
         return []
@@ -144,7 +141,8 @@ def _admit(
     now = clock.now(using)
     buckets.catch_up(now)
     buckets.save()
-    rows = _claim(using, picked, worker_id, now, lease_ms, buckets)
+    connection = database.conn(using)
+    rows = drivers.for_connection(connection).claim_picked(connection, picked, worker_id, now, lease_ms)
     history.open_runs(rows, worker_id, now, using)
     units = [_unit(row) for row in rows]
     transitions.admitted(units, now, using)
@@ -152,7 +150,7 @@ def _admit(
 
 
 def _pick(
-    using: str, lanes: list[str], limit: int, buckets: Buckets, caps: _ActiveLimits
+    using: str, queues: list[str], limit: int, buckets: Buckets, caps: _ActiveLimits
 ) -> list[dict[str, Any]]:
     picked: list[dict[str, Any]] = []
     blocked_classes: set[str] = set()
@@ -160,7 +158,9 @@ def _pick(
     for round_no in range(MAX_ROUNDS):
         need = limit - len(picked)
         taken = [c["id"] for c in picked]
-        found = _candidates(using, lanes, blocked_classes, blocked_tasks, taken, need)
+        connection = database.conn(using)
+        found = drivers.for_connection(connection).claim_candidates(
+            connection, queues, blocked_classes, blocked_tasks, taken, need)
         # Only the first round waits for locks (buckets, then caps, each in name order);
         # later rounds already hold some and must not wait for more: no lock-order cycles.
         buckets.load({c["rate_class"] for c in found if c["rate_class"]}, wait=round_no == 0)
@@ -179,67 +179,6 @@ def _pick(
         if len(found) < need or len(picked) >= limit:
             break
     return picked
-
-
-def _candidates(
-    using: str, lanes: list[str], blocked_classes: set[str],
-    blocked_tasks: set[str], taken: list[str], need: int,
-) -> list[dict[str, Any]]:
-    """Claimable rows in claim order; paused queues are skipped by a subquery (no round
-    trip of its own)."""
-    connection = database.conn(using)
-    where = ["state = 'available'", "queue NOT IN (SELECT name FROM boson_queue WHERE paused)"]
-    params: list[Any] = []
-    if lanes:
-        where.append(f"queue IN ({database.placeholders(lanes)})")
-        params += lanes
-    if blocked_classes:
-        where.append(f"(rate_class IS NULL OR rate_class NOT IN ({database.placeholders(blocked_classes)}))")
-        params += sorted(blocked_classes)
-    if blocked_tasks:
-        where.append(f"task NOT IN ({database.placeholders(blocked_tasks)})")
-        params += sorted(blocked_tasks)
-    if taken:
-        where.append(f"id NOT IN ({database.placeholders(taken)})")
-        params += taken
-    sql = (
-        "SELECT id, task, rate_class, weight, lease_ms FROM boson_job "
-        f"WHERE {' AND '.join(where)} ORDER BY priority DESC, run_at, id LIMIT %s"
-        f"{drivers.for_connection(connection).lock_rows_skip_locked()}"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params + [need])
-        return database.fetch_dicts(cursor)
-
-
-def _claim(
-    using: str, picked: list[dict[str, Any]], worker_id: str, now: datetime,
-    lease_ms: int | None, buckets: Buckets,
-) -> list[dict[str, Any]]:
-    """One UPDATE for the batch; per-job lease expiry and charge come from CASE lists."""
-    connection = database.conn(using)
-    expiry_cases, charge_cases, params_e, params_c, ids = [], [], [], [], []
-    for cand in picked:
-        expires = now + timedelta(milliseconds=lease_ms or cand["lease_ms"])
-        expiry_cases.append("WHEN %s THEN %s")
-        params_e += [cand["id"], database.dt_param(connection, expires)]
-        charge_cases.append("WHEN %s THEN %s")
-        params_c += [cand["id"], cand["charged"]]
-        ids.append(cand["id"])
-    stamp = database.dt_param(connection, now)
-    sql = (
-        "UPDATE boson_job SET state = 'running', fence = fence + 1, lease_holder = %s, "
-        f"lease_expires_at = CASE id {' '.join(expiry_cases)} END, "
-        f"charged_weight = CASE id {' '.join(charge_cases)} END, "
-        "started_at = COALESCE(started_at, %s), attempted_at = %s "
-        f"WHERE id IN ({database.placeholders(ids)}) AND {database.in_state('available')} RETURNING {JOB_COLUMNS}, {_EXTRA}"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [worker_id, *params_e, *params_c, stamp, stamp, *ids])
-        rows = database.fetch_dicts(cursor)
-    order = {job_id: i for i, job_id in enumerate(ids)}
-    rows.sort(key=lambda r: order[r["id"]])
-    return rows
 
 
 def _unit(row: dict[str, Any]) -> AdmissionUnit:

@@ -1,36 +1,15 @@
-"""The job columns raw SQL returns, and reading those rows back into envelopes."""
+"""Reading the job rows raw SQL returns back into envelopes (the columns are the
+driver's: :data:`boson_django.drivers.claim.JOB_COLUMNS`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from boson_django import database
+from boson_django.drivers.claim import JOB_COLUMNS, first_run
 from boson_django.services.types import Envelope
 
-#: What an admission reads back of each job it claims: the envelope and the lease, no
-#: more (every column returned is converted to text by the server and read back by the
-#: worker, once per admitted job).
-JOB_COLUMNS = (
-    "id, task, queue, priority, args, kwargs, meta, unique_key, fingerprint, weight, "
-    "rate_class, max_attempts, retention_ms, lease_ms, timeout_ms, attempt, "
-    "crash_attempt, fence, lease_expires_at, checkpoint, run_at"
-)
-
-
-def first_run(job: str) -> str:
-    """Whether the job ``job`` names (a table or alias) has no run yet, as a returned column.
-
-    A scalar lookup rather than ``NOT EXISTS``: PostgreSQL may plan an ``EXISTS`` as a
-    hashed subplan that reads the whole run table, and it does for the prepared claim's
-    generic plan when that plan was made while the run table was empty (a new store, a
-    fresh deployment) -- the plan is kept for the life of the connection, so each claim
-    then read every run stored since: a burst worker draining 150,000 jobs took 74-85 s
-    instead of 14-15 s, slowing as the runs piled up. ``LIMIT 1`` has no hashed form;
-    with sequential scans off (``claim_pg._PLANNER``) it is one probe of
-    ``boson_run_job_fence`` per claimed job even when the statistics say the run table is
-    empty. Used by both admission paths, so they agree on what a first run is.
-    """
-    return f"(SELECT 1 FROM boson_run r WHERE r.job_id = {job}.id LIMIT 1) IS NULL AS first_run"
+__all__ = ["JOB_COLUMNS", "UNREADABLE", "decoded", "envelope_from_job", "envelope_from_row", "first_run"]
 
 
 class _Unreadable:

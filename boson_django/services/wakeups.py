@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from django.db import connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 
-from boson_django import conf
+from boson_django import conf, drivers
 
 log = logging.getLogger("boson_django.worker")
 
@@ -63,7 +63,7 @@ def enabled(using: str) -> bool:
 
 
 def _notifies(connection: BaseDatabaseWrapper) -> bool:
-    return conf.get().NOTIFY and connection.vendor == "postgresql"
+    return conf.get().NOTIFY and drivers.for_connection(connection).notifies
 
 
 def channel(connection: BaseDatabaseWrapper) -> str | None:

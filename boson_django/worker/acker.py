@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 
 from django.db import DatabaseError, InterfaceError, connections
 
-from boson_django import database
+from boson_django import database, drivers
 from boson_django.worker import network
 from boson_django.worker.attempt import Attempt
 from boson_django.worker.completer import complete
@@ -131,7 +131,7 @@ class Acker:
     def _serve(self) -> None:
         connection = connections[self.using]
         network.harden(connection)
-        database.dedicate(connection, network.store_timeouts())  # this thread's connection runs only the flushes
+        drivers.dedicate(connection, network.store_timeouts())  # this thread's connection runs only the flushes
         if self._watchdog is not None:
             self._watch = self._watchdog.watch(connection)
         while self._wake.get():

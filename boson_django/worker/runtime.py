@@ -29,7 +29,7 @@ from django.db import DatabaseError, InterfaceError, connections
 
 from boson_django import clock, conf, services
 from boson_django.errors import LeaseRejected
-from boson_django import database
+from boson_django import database, drivers
 from boson_django.services import wakeups
 from boson_django.services.types import LeaseRef
 from boson_django.worker import gctuning, logcapture, network
@@ -104,7 +104,7 @@ class Worker:
         self.watchdog = Watchdog(stop_at=lambda: self.shutdown.deadline)
         self.watch: Watch | None = None
         self.reply_s = s.REPLY_TIMEOUT_MS / 1000 or None
-        self.acker = Acker(self.using, inline=connections[self.using].vendor != "postgresql",
+        self.acker = Acker(self.using, inline=drivers.for_alias(self.using).acks_inline,
                            take=self._take_for_flush, pending=lambda: bool(self.finished), on_flushed=self.waker.set,
                            watchdog=self.watchdog, reply_s=self._reply_s, reconnect=self.reconnect)
         #: A small worker admits all its free slots at once, so its claims and its flushes
@@ -173,12 +173,12 @@ class Worker:
     def _own_connection(self) -> Watch:
         """The loop's connection: the worker's connection options (opened again if it is
         open without them), the store's timeouts, watched; it runs only the worker's
-        statements (``database.dedicate``)."""
+        statements (``drivers.dedicate``)."""
         connection = connections[self.using]
         network.harden(connection)
         if connection.connection is not None and not connection.in_atomic_block:
             connection.close()
-        database.dedicate(connection, network.store_timeouts())
+        drivers.dedicate(connection, network.store_timeouts())
         return self.watchdog.watch(connection)
 
     def _reply_s(self) -> float | None:
@@ -240,7 +240,7 @@ class Worker:
         connection = connections[self.using]
         if self.reconnect.down:
             database.close_quietly(self.using)
-        database.undedicate(connection)
+        drivers.undedicate(connection)
         network.soften(connection)
 
     def _stop_acker(self) -> None:

@@ -26,6 +26,8 @@ from typing import Any
 
 from django.db.backends.base.base import BaseDatabaseWrapper
 
+from boson_django import drivers
+
 log = logging.getLogger("boson_django.worker")
 
 #: How often the watchdog looks at the calls in flight.
@@ -86,7 +88,7 @@ class Watchdog:
         """A watch of the calling thread's ``connection``: a PostgreSQL one is watched,
         any other never broken (SQLite's waits are bounded by its own timeout)."""
         watch = Watch(self, connection)
-        if connection.vendor == "postgresql":
+        if drivers.for_connection(connection).watched:
             with self._lock:
                 self._watches.append(watch)
             self._start()

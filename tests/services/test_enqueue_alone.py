@@ -1,5 +1,5 @@
 """One envelope enqueued outside any transaction: on PostgreSQL one autocommit statement
-(``enqueue_pg.insert_alone``), on SQLite the store transaction. Both must decide what the
+(the PostgreSQL driver's ``insert_alone``), on SQLite the store transaction. Both must decide what the
 transactional path decides, so every test here runs on committed data (no test
 transaction around it) and compares with that path where it can."""
 

@@ -4,7 +4,6 @@ whatever the values, and refuses what the other paths refuse, writing nothing.""
 
 from __future__ import annotations
 
-import sys
 from datetime import timedelta
 
 import pytest
@@ -16,7 +15,7 @@ from boson_django.models import Job, QuarantinedFingerprint, Queue
 from tests.factories import ADD, NOOP, envelope
 from tests.services.support import sqlite_binding_at_most
 
-enqueue_module = sys.modules["boson_django.services.enqueue"]
+from boson_django.drivers.postgresql.enqueue import COPY_FROM
 #: Columns that differ between two enqueues of one envelope.
 OWN = {"id", "enqueued_at"}
 
@@ -30,7 +29,7 @@ def _envelopes(store_clock, tag: str) -> list:
             run_at=later if i % 4 == 0 else None, weight=i / 7, timeout_ms=None if i % 5 else 1_000 + i,
             rate_class="rc" if i % 6 == 0 else None, max_attempts=1 + i % 9, retention_ms=i * 1000, lease_ms=1 + i,
         )
-        for i in range(enqueue_module.COPY_FROM)
+        for i in range(COPY_FROM)
     ]
 
 
@@ -51,7 +50,7 @@ def test_a_copied_batch_writes_what_one_by_one_enqueues_write(store_clock):
 
 
 def _noops(n: int = 0, **fields) -> list:
-    return [envelope(NOOP, args=[i], **fields) for i in range(n or enqueue_module.COPY_FROM)]
+    return [envelope(NOOP, args=[i], **fields) for i in range(n or COPY_FROM)]
 
 
 def test_a_bad_envelope_late_in_a_copied_batch_names_itself_and_writes_nothing(store_clock):

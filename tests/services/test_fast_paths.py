@@ -34,7 +34,8 @@ from django.test.utils import CaptureQueriesContext
 from boson_django import services
 from boson_django.errors import InvalidEnvelope, LeaseRejected
 from boson_django.models import Bucket, Job, JobData, Run, ThroughputMinute
-from boson_django.services import AckReply, AckRequest, AdmissionUnit, LeaseRef, Outcome, ack_batch, admission, claim_pg
+from boson_django.services import AckReply, AckRequest, AdmissionUnit, LeaseRef, Outcome, ack_batch, admission
+from boson_django.drivers.postgresql import claim as claim_pg
 from tests.concurrency.support import assert_each_admitted_once, run_threads
 from tests.conftest import EPOCH
 from tests.factories import ADD, EPHEMERAL, NOOP, admit_one, enqueue_one, envelope, state_of
@@ -625,7 +626,7 @@ def _claim_plan() -> str:
     with transaction.atomic(), connection.cursor() as cursor:
         for setting in claim_pg.planner(0):
             cursor.execute(f"SET LOCAL {setting}")
-        cursor.execute("EXPLAIN " + claim_pg._claim_sql(0), [100, "w-plan", None, "w-plan"])
+        cursor.execute("EXPLAIN " + claim_pg.claim_sql(0), [100, "w-plan", None, "w-plan"])
         return "\n".join(row[0] for row in cursor.fetchall())
 
 

@@ -26,8 +26,9 @@ from django.test.utils import CaptureQueriesContext
 from boson_django import services
 from boson_django.errors import LeaseRejected
 from boson_django.models import Job, Run
-from boson_django import database
-from boson_django.services import AckRequest, AdmissionUnit, LeaseRef, Outcome, claim_pg
+from boson_django import drivers
+from boson_django.services import AckRequest, AdmissionUnit, LeaseRef, Outcome
+from boson_django.drivers.postgresql import claim as claim_pg
 from tests.factories import ADD, NOOP, envelope
 
 pytestmark = pytest.mark.postgres
@@ -194,7 +195,7 @@ def test_the_claims_generic_plan_probes_each_jobs_runs_by_key_when_planned_again
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE boson_run")  # the statistics: no run at all
         cursor.execute("ANALYZE boson_job")
-    parts = claim_pg._claim_sql(0).split("%s")
+    parts = claim_pg.claim_sql(0).split("%s")
     numbered = "".join(part + (f"${i + 1}" if i < len(parts) - 1 else "") for i, part in enumerate(parts))
     with transaction.atomic(), connection.cursor() as cursor:
         for setting in claim_pg.planner(0):  # the generic plan, as the worker runs it
@@ -239,7 +240,7 @@ def test_the_claim_of_every_queue_keeps_one_generic_plan_that_walks_the_claim_in
         if statistics == "analyzed while empty":
             cursor.execute("ANALYZE boson_job")
             cursor.execute("ANALYZE boson_run")
-    database.dedicate(connection)  # as the worker loop's connection: the settings hold for the session
+    drivers.dedicate(connection)  # as the worker loop's connection: the settings hold for the session
     try:
         assert services.admit("w1", [], 10) == []  # the plan is made now, against no job
         services.enqueue([envelope(NOOP, queue="busy", priority=5) for _ in range(600)])
@@ -254,7 +255,7 @@ def test_the_claim_of_every_queue_keeps_one_generic_plan_that_walks_the_claim_in
             cursor.execute(f"EXPLAIN EXECUTE {name}(10, 'w1', NULL, 'w1')")
             text = "\n".join(row[0] for row in cursor.fetchall())
     finally:
-        database.undedicate(connection)
+        drivers.undedicate(connection)
         with connection.cursor() as cursor:
             cursor.execute("ALTER TABLE boson_job RESET (autovacuum_enabled)")
     assert "Index Scan using boson_job_claim on boson_job j" in text, text
@@ -278,7 +279,7 @@ def test_the_ack_flushs_plan_finds_each_job_and_run_by_key_when_planned_against_
         cursor.execute("ALTER TABLE boson_run SET (autovacuum_enabled = false)")
         cursor.execute("ANALYZE boson_run")  # the statistics: no run at all
         cursor.execute("ANALYZE boson_job")
-    database.dedicate(connection)  # as the ack thread's connection
+    drivers.dedicate(connection)  # as the ack thread's connection
     try:
         for _ in range(8):
             units = services.admit("w1", ["acks"], 10)
@@ -292,7 +293,7 @@ def test_the_ack_flushs_plan_finds_each_job_and_run_by_key_when_planned_against_
             cursor.execute(f"EXPLAIN EXECUTE {name}(%s::jsonb, 1000, 0)", [acks])
             text = "\n".join(row[0] for row in cursor.fetchall())
     finally:
-        database.undedicate(connection)
+        drivers.undedicate(connection)
         with connection.cursor() as cursor:
             cursor.execute("ALTER TABLE boson_run RESET (autovacuum_enabled)")
     assert "Seq Scan on boson_run" not in text and "Seq Scan on boson_job" not in text, text

@@ -17,7 +17,7 @@ from django.db import transaction
 
 from boson_django import conf, services
 from boson_django.services import wakeups
-from boson_django.services.enqueue import COPY_FROM
+from boson_django.drivers.postgresql.enqueue import COPY_FROM
 from boson_django.services.wakeups import lease_channel
 from boson_django.worker.notify import Listener, Waker
 from datetime import timedelta

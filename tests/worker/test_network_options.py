@@ -14,6 +14,7 @@ from django.test import override_settings
 
 from boson_django import checks
 from boson_django import database
+from boson_django import drivers
 from boson_django.worker import network
 from boson_django.worker.watchdog import Watchdog
 from tests.testapp import fault_tasks
@@ -69,13 +70,13 @@ def _show(name: str) -> str:
 
 @pytest.mark.postgres
 def test_a_dedicated_connection_runs_under_the_store_timeouts_and_gives_them_back(live_clock):
-    database.dedicate(connection, ["statement_timeout = 1234", "lock_timeout = 567"])
+    drivers.dedicate(connection, ["statement_timeout = 1234", "lock_timeout = 567"])
     try:
         assert (_show("statement_timeout"), _show("lock_timeout")) == ("1234ms", "567ms")
         connection.close()  # a new session gets them too
         assert _show("statement_timeout") == "1234ms"
     finally:
-        database.undedicate(connection)
+        drivers.undedicate(connection)
     assert (_show("statement_timeout"), _show("lock_timeout")) == ("0", "0")
 
 
@@ -86,13 +87,13 @@ def test_behind_a_transaction_pooler_the_timeouts_hold_for_each_store_transactio
         return _show("statement_timeout")
 
     with override_settings(BOSON={"PREPARED_STATEMENTS": False}):
-        database.dedicate(connection, ["statement_timeout = 1234"])
+        drivers.dedicate(connection, ["statement_timeout = 1234"])
         try:
             assert _show("statement_timeout") == "0"  # nothing kept in the (pooled) session
             assert inside() == "1234ms"
             assert _show("statement_timeout") == "0"
         finally:
-            database.undedicate(connection)
+            drivers.undedicate(connection)
 
 
 @pytest.mark.postgres

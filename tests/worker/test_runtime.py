@@ -171,11 +171,11 @@ def test_a_large_worker_claims_only_into_slots_whose_acks_have_landed():
 
 @pytest.mark.postgres
 def test_the_loop_claims_with_its_session_setting_and_gives_the_connection_back(live_clock, monkeypatch):
-    from boson_django import database
+    from boson_django.drivers.postgresql import session
 
     seen: list[bool] = []
-    real = database._session_settings
-    monkeypatch.setattr(database, "_session_settings", lambda conn, planner: seen.append(real(conn, planner)) or seen[-1])
+    real = session._session_settings
+    monkeypatch.setattr(session, "_session_settings", lambda conn, planner: seen.append(real(conn, planner)) or seen[-1])
     results = [add.enqueue(1, n) for n in range(3)]
 
     burst()  # the worker's loop runs on this thread, with this thread's connection

@@ -4,9 +4,13 @@ transitions."""
 from __future__ import annotations
 
 from boson_django.drivers.base import Driver
+from boson_django.drivers.postgresql.claim import PostgresClaims
+from boson_django.drivers.postgresql.clock import PostgresClock
+from boson_django.drivers.postgresql.enqueue import PostgresEnqueue
+from boson_django.drivers.postgresql.session import PostgresSession
 
 
-class PostgresDriver(Driver):
+class PostgresDriver(PostgresSession, PostgresClock, PostgresClaims, PostgresEnqueue, Driver):
     vendor = "postgresql"
 
     def lock_rows(self) -> str:

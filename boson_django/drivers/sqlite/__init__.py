@@ -4,9 +4,10 @@ instead of rows."""
 from __future__ import annotations
 
 from boson_django.drivers.base import Driver
+from boson_django.drivers.sqlite.session import SQLiteSession
 
 
-class SQLiteDriver(Driver):
+class SQLiteDriver(SQLiteSession, Driver):
     vendor = "sqlite"
 
 
