@@ -122,3 +122,15 @@ def allows(state: JobState | str, event: Event | Outcome) -> bool:
 
 def ends_in(state: JobState | str, event: Event | Outcome, to: JobState | None) -> bool:
     return to in TRANSITIONS.get((JobState(state), event), frozenset())
+
+
+class IllegalTransition(RuntimeError):
+    """A transition the table does not allow was about to be written: a bug, never a lost
+    race (a lost race is refused before anything is decided)."""
+
+
+def require(state: JobState | str, event: Event | Outcome, to: JobState | None) -> None:
+    """Raise :class:`IllegalTransition` unless ``state`` may go to ``to`` on ``event``
+    (the check that stays under ``python -O``)."""
+    if not ends_in(state, event, to):
+        raise IllegalTransition(f"{event!r} may not move a job from {state} to {to if to is not None else 'deleted'}")

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from boson_django.drivers.acks import AckStatements
 
 
-class Driver:
+class Driver(AckStatements):
     """One engine's statements. Subclasses override what their engine does differently;
     what is the same on every engine lives here once."""
 

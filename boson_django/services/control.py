@@ -21,7 +21,7 @@ from boson_django import clock, transitions, validation
 from boson_django.errors import ControlInterrupted, UnknownJob
 from boson_django.models import Job, QuarantinedFingerprint
 from boson_django import database
-from boson_django.services import acks, buckets, history, wakeups
+from boson_django.services import buckets, decide, history, wakeups
 from boson_django.states import Event, JobState, allows
 
 CANCELLED_ERROR = "boson_django.errors.JobCancelled: cancelled by operator"
@@ -168,7 +168,7 @@ def _mark_cancelled(job: Job, now: datetime) -> None:
     job.state = JobState.CANCELLED.value
     job.last_error = CANCELLED_ERROR
     job.lease_holder, job.lease_expires_at, job.charged_weight = None, None, 0.0
-    acks.finalize(job, now)
+    job.finalized_at, job.expires_at = now, decide.expiry(job, now)
 
 
 # -- retry -----------------------------------------------------------------------------

@@ -4,9 +4,10 @@ transitions."""
 from __future__ import annotations
 
 from boson_django.drivers.base import Driver
+from boson_django.drivers.postgresql.acks import PostgresAcks
 
 
-class PostgresDriver(Driver):
+class PostgresDriver(PostgresAcks, Driver):
     vendor = "postgresql"
 
     def lock_rows(self) -> str:

@@ -4,9 +4,10 @@ instead of rows."""
 from __future__ import annotations
 
 from boson_django.drivers.base import Driver
+from boson_django.drivers.sqlite.acks import SQLiteAcks
 
 
-class SQLiteDriver(Driver):
+class SQLiteDriver(SQLiteAcks, Driver):
     vendor = "sqlite"
 
 
