@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from boson_django.drivers.acks import AckStatements
+from boson_django.drivers.control import ControlStatements
+from boson_django.drivers.leases import LeaseStatements
+from boson_django.drivers.sweeps import SweepStatements
 
 
-class Driver(AckStatements):
+class Driver(AckStatements, LeaseStatements, SweepStatements, ControlStatements):
     """One engine's statements. Subclasses override what their engine does differently;
     what is the same on every engine lives here once."""
 

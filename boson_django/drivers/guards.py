@@ -7,6 +7,7 @@ states a transition accepts are written once, in the table, and never as literal
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
 
 from boson_django.states import Event, JobState, Outcome, from_states
 
@@ -37,3 +38,15 @@ def _listed(event: Event | Outcome) -> str:
     if not states:
         raise ValueError(f"no state may take {event!r}: not in the transition table")
     return ", ".join(f"'{s}'" for s in states)
+
+
+def leased(column: str = "state") -> str:
+    """A held lease's state test (:data:`~boson_django.states.LEASED`), by key."""
+    return allowed_by_key(Event.RELEASE, column)
+
+
+def among(states: Iterable[JobState], column: str = "state", *, negate: bool = False) -> str:
+    """``column IN (...)`` (``NOT IN`` with ``negate``) for a set of states named in
+    :mod:`boson_django.states` (``LEASED``, ``TERMINAL``...): a check, not a transition."""
+    listed = ", ".join(state(s) for s in sorted(states, key=lambda s: s.value))
+    return f"{column} {'NOT IN' if negate else 'IN'} ({listed})"

@@ -106,11 +106,9 @@ _BOUND_PER_ACK, _BOUND_BESIDES_ACKS = 5, 8
 
 
 def _ack_sliced(requests: list[AckRequest], using: str) -> list[AckReply]:
-    """:func:`_ack_general` over as many acks at a time as SQLite lets its statements
-    list, all in one transaction (the batch still commits whole). Its statements list the
-    whole batch: a flush of 200 results where SQLite binds 999 parameters (before 3.32),
-    or of 6,554 at its default since, failed with "too many SQL variables" every time the
-    worker tried it, and the jobs, never acked, ran again once their leases lapsed."""
+    """:func:`_ack_general` over as many acks at a time as the engine lets one statement
+    list (its statements list the whole slice), all in one transaction: the batch still
+    commits whole."""
     size = database.most_listed(database.conn(using), each=_BOUND_PER_ACK, besides=_BOUND_BESIDES_ACKS)
     if len(requests) <= size:  # one slice: no transaction around its own
         return _ack_general(requests, using=using)
