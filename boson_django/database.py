@@ -23,7 +23,6 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils.dateparse import parse_datetime
 
 from boson_django import conf
-from boson_django.states import JobState
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -64,10 +63,6 @@ def alias(using: str | None) -> str:
 
 def conn(using: str | None) -> BaseDatabaseWrapper:
     return connections[alias(using)]
-
-
-def is_postgres(connection: BaseDatabaseWrapper) -> bool:
-    return connection.vendor == "postgresql"
 
 
 def to_json(value: Any) -> str:
@@ -146,14 +141,6 @@ def close_quietly(using: str) -> None:
         connections[using].close()
     except Exception:  # noqa: BLE001 -- it is already broken
         pass
-
-
-def in_state(state: str) -> str:
-    """A WHERE test for a job's state that matches no partial index, for statements that
-    find their jobs by key: with ``state = 'running'`` (or ``'available'``) beside the
-    keys, the planner -- its statistics of a queue table often stale, "none running" --
-    walked the partial index of that state and filtered every job in it for the keys."""
-    return f"state || '' = '{JobState(state).value}'"
 
 
 #: An open run, written so that no index matches it: with ``finished_at IS NULL`` beside

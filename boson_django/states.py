@@ -58,7 +58,8 @@ class Event(str, enum.Enum):
     EVICT = "evict"
 
 
-assert not {e.value for e in Event} & {o.value for o in Outcome}, "Event and Outcome values must not overlap"
+if {e.value for e in Event} & {o.value for o in Outcome}:
+    raise RuntimeError("Event and Outcome values must not overlap")
 
 S = JobState
 #: The state after the job is deleted (not a state: the row is gone).
@@ -122,3 +123,25 @@ def allows(state: JobState | str, event: Event | Outcome) -> bool:
 
 def ends_in(state: JobState | str, event: Event | Outcome, to: JobState | None) -> bool:
     return to in TRANSITIONS.get((JobState(state), event), frozenset())
+
+
+class IllegalTransition(RuntimeError):
+    """A transition the table does not allow was about to be written: a bug, never a lost
+    race (a lost race is refused before anything is decided)."""
+
+
+def require(state: JobState | str, event: Event | Outcome, to: JobState | None) -> None:
+    """Raise :class:`IllegalTransition` unless ``state`` may go to ``to`` on ``event``
+    (the check that stays under ``python -O``)."""
+    if not ends_in(state, event, to):
+        raise IllegalTransition(f"{event!r} may not move a job from {state} to {to if to is not None else 'deleted'}")
+
+
+#: The states in which a lease is held and its holder may write: those its holder may
+#: release the job from.
+LEASED: frozenset[JobState] = from_states(Event.RELEASE)
+
+
+def targets(state: JobState | str, event: Event | Outcome) -> frozenset[JobState | None]:
+    """Where ``event`` may take a job in ``state`` (empty: it may not)."""
+    return TRANSITIONS.get((JobState(state), event), frozenset())

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+from boson_django.drivers.acks import AckStatements
 from boson_django.drivers.claim import ClaimStatements
 from boson_django.drivers.clock import ClockStatements
+from boson_django.drivers.control import ControlStatements
 from boson_django.drivers.enqueue import EnqueueStatements
+from boson_django.drivers.leases import LeaseStatements
 from boson_django.drivers.session import Session
+from boson_django.drivers.sweeps import SweepStatements
 
 
-class Driver(Session, ClockStatements, ClaimStatements, EnqueueStatements):
+class Driver(
+    Session, ClockStatements, EnqueueStatements, ClaimStatements,
+    AckStatements, LeaseStatements, SweepStatements, ControlStatements,
+):
     """One engine's statements. Subclasses override what their engine does differently;
     what is the same on every engine lives here once."""
 

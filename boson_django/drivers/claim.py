@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from boson_django import database
+from boson_django.drivers import guards
+from boson_django.states import Event, JobState
 
 #: What an admission reads back of each job it claims: the envelope and the lease.
 JOB_COLUMNS = (
@@ -67,7 +69,7 @@ class ClaimStatements:
         those another transaction holds); paused queues' jobs, ``blocked_classes``,
         ``blocked_tasks`` and the ids ``taken`` are left out. Rows: id, task, rate_class,
         weight, lease_ms."""
-        where = ["state = 'available'", "queue NOT IN (SELECT name FROM boson_queue WHERE paused)"]
+        where = [guards.allowed(Event.ADMIT), "queue NOT IN (SELECT name FROM boson_queue WHERE paused)"]
         params: list[Any] = []
         if queues:
             where.append(f"queue IN ({database.placeholders(queues)})")
@@ -110,11 +112,11 @@ class ClaimStatements:
             ids.append(cand["id"])
         stamp = database.dt_param(connection, now)
         sql = (
-            "UPDATE boson_job SET state = 'running', fence = fence + 1, lease_holder = %s, "
+            f"UPDATE boson_job SET state = {guards.state(JobState.RUNNING)}, fence = fence + 1, lease_holder = %s, "
             f"lease_expires_at = CASE id {' '.join(expiry_cases)} END, "
             f"charged_weight = CASE id {' '.join(charge_cases)} END, "
             "started_at = COALESCE(started_at, %s), attempted_at = %s "
-            f"WHERE id IN ({database.placeholders(ids)}) AND {database.in_state('available')} "
+            f"WHERE id IN ({database.placeholders(ids)}) AND {guards.allowed_by_key(Event.ADMIT)} "
             f"RETURNING {JOB_COLUMNS}, {CLAIM_EXTRA}"
         )
         with connection.cursor() as cursor:

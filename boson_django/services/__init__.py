@@ -6,8 +6,7 @@ many-id controls (``cancel_jobs``, ``retry_jobs``, ``release_jobs``) are the exc
 by design: one short transaction per chunk of ``control.CHUNK`` jobs.
 """
 
-from boson_django.services.ack_batch import AckReply, AckRequest, ack_many
-from boson_django.services.acks import ack
+from boson_django.services.ack_batch import AckReply, AckRequest, ack, ack_many
 from boson_django.services.admission import admit
 from boson_django.services.buckets import bucket_tokens, delete_rate_limit, set_rate_limit
 from boson_django.services.config import delete_task_config, set_task_config

@@ -1,21 +1,22 @@
-"""ack: close a running job with the handler's outcome. One function per transition."""
+"""An ack's parts: its validation (:func:`check`) and the transition of one held, locked
+job (:func:`apply`), as :func:`boson_django.services.decide.decide` decides it.
+
+The entry points, :func:`~boson_django.services.ack` and
+:func:`~boson_django.services.ack_many`, are in :mod:`.ack_batch`.
+"""
 
 from __future__ import annotations
 
-import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
-from boson_django import clock, conf, policies, transitions, validation
+from boson_django import conf, database, drivers, transitions, validation
 from boson_django.errors import InvalidEnvelope
 from boson_django.models import Job, JobData
-from boson_django import database
-from boson_django.services import buckets, history, leases, throughput
-from boson_django.states import ATTEMPT_SPENDING, RECORDED_OUTCOMES, JobState, Outcome, ends_in
-
-_rng = random.Random()
+from boson_django.services import buckets, decide, history, leases, throughput
+from boson_django.states import RECORDED_OUTCOMES, JobState, Outcome
 
 
 def _as_outcome(outcome: Any) -> Outcome:
@@ -63,35 +64,6 @@ def check(
     return Checked(parsed, delay, weight, logs, result, error)
 
 
-@database.store_transaction
-def ack(
-    lease: Any,
-    outcome: Outcome | str,
-    *,
-    error: str | None = None,
-    delay_ms: int | float | None = None,
-    logs: Sequence[str] = (),
-    actual_weight: float | None = None,
-    result: Any = None,
-    using: str | None = None,
-) -> str | None:
-    """Apply the handler's outcome to a running job; returns the new state (None: deleted).
-
-    Locks the job row; accepts only a held lease (``running``, same fence, unexpired),
-    otherwise raises ``LeaseRejected`` and writes nothing. ``actual_weight`` corrects the
-    admission charge in the same transaction. Not idempotent: a second ack of the same
-    lease is rejected, because the first one ended it. Many acks at once:
-    :func:`boson_django.services.ack_many`.
-    """
-    checked = check(outcome, error, delay_ms, logs, actual_weight, result)
-    assert using is not None
-    now = clock.now(using)
-    shared = Shared(using, now)
-    state = apply(leases.hold(lease, now, using), checked, now, using, shared)
-    shared.write()
-    return state
-
-
 class Shared:
     """What the acks of one transaction share and write once, after the last of them:
     the finished attempts' counter rows (:class:`throughput.Tally`) and the rate-class
@@ -117,66 +89,41 @@ class Shared:
 
 
 def apply(job: Job, ok: Checked, now: datetime, using: str, shared: Shared) -> str | None:
-    """The transition of a held, locked job (the caller checked the lease); its bucket
-    correction and finished attempt go into ``shared``, which the caller writes once its
-    acks are applied."""
+    """Write the transition of a held, locked job (the caller checked the lease); its
+    bucket correction and finished attempt go into ``shared``, which the caller writes
+    once its acks are applied. Returns the new state (None: the row was deleted)."""
     job.charged_weight = shared.buckets.reconcile(job.rate_class, job.charged_weight, ok.weight)
-    spent = job.attempt + (1 if ok.outcome in ATTEMPT_SPENDING else 0)
-    shared.tally.finish(job, ok.outcome, spent, now)
     delay = ok.delay
     if delay is None and ok.outcome is Outcome.RATE_LIMITED:
         delay = _bucket_wait(job, shared.buckets)
-    step = _STEPS[ok.outcome]
-    state = step(job, spent, now, delay, ok.error or "", using)
-    assert ends_in(JobState.RUNNING, ok.outcome, state), (ok.outcome, state)
-    _close(job, ok.outcome, state, ok.error or "", ok.logs, now, using)
-    if state is not None:
-        if ok.result is not None and state == JobState.COMPLETED:
+    decision = decide.decide(ok.outcome, job, now, delay)
+    shared.tally.finish(job, ok.outcome, decision.attempt, now)
+    if decision.state is None:
+        delete_jobs([job.id], using)  # its runs and data go with the row
+    else:
+        _close(job, ok.outcome, ok.error or "", ok.logs, now, using)
+        if ok.result is not None and decision.state is JobState.COMPLETED:
             leases.put_data(job, JobData.Kind.RESULT, ok.result, now, using)
-        _save(job, state, spent, now, ok.error)
-    transitions.acked([(job, ok.outcome, state)], now, using)
-    return None if state is None else state.value
+        _save(job, decision, ok.error)
+    transitions.acked([(job, ok.outcome, decision.state)], now, using)
+    return None if decision.state is None else decision.state.value
 
 
-def _save(job: Job, state: JobState, spent: int, now: datetime, error: str | None) -> None:
-    job.state = state.value
-    job.attempt = spent
+def _save(job: Job, decision: decide.Decision, error: str | None) -> None:
+    job.state = decision.state.value if decision.state is not None else job.state
+    job.attempt = decision.attempt
     job.lease_holder = None
     job.lease_expires_at = None
+    if decision.run_at is not None:
+        job.run_at = decision.run_at
+    if decision.finalized_at is not None:
+        job.finalized_at, job.expires_at = decision.finalized_at, decision.expires_at
     if error:
         job.last_error = error
     job.save(update_fields=[
         "state", "attempt", "lease_holder", "lease_expires_at", "run_at", "finalized_at",
         "expires_at", "charged_weight", "last_error",
     ])
-
-
-def finalize(job: Job, now: datetime) -> None:
-    job.finalized_at = now
-    job.expires_at = now + timedelta(milliseconds=job.retention_ms if job.retention_ms is not None else conf.get().RETENTION_MS)
-
-
-def _complete(job: Job, spent: int, now: datetime, delay: int | None, error: str, using: str) -> JobState | None:
-    if job.retention_ms == 0:
-        delete_jobs([job.id], using)
-        return None
-    finalize(job, now)
-    return JobState.COMPLETED
-
-
-def _retry(job: Job, spent: int, now: datetime, delay: int | None, error: str, using: str) -> JobState:
-    if policies.gives_up(spent, job.max_attempts):
-        finalize(job, now)
-        return JobState.FAILED
-    settings = conf.get()
-    wait = delay if delay is not None else policies.backoff_ms(spent, settings.RETRY_BASE_MS, settings.RETRY_CAP_MS, _rng)
-    job.run_at = now + timedelta(milliseconds=wait)
-    return JobState.RETRYABLE
-
-
-def _reschedule(job: Job, spent: int, now: datetime, delay: int | None, error: str, using: str) -> JobState:
-    job.run_at = now + timedelta(milliseconds=delay or 0)
-    return JobState.SCHEDULED
 
 
 def _bucket_wait(job: Job, held: buckets.Buckets) -> int:
@@ -187,50 +134,11 @@ def _bucket_wait(job: Job, held: buckets.Buckets) -> int:
     return conf.get().RETRY_BASE_MS if wait is None else min(max(wait, 1), validation.MAX_MS)
 
 
-def _skip(job: Job, spent: int, now: datetime, delay: int | None, error: str, using: str) -> JobState:
-    finalize(job, now)
-    return JobState.SKIPPED
-
-
-def _fail(job: Job, spent: int, now: datetime, delay: int | None, error: str, using: str) -> JobState:
-    finalize(job, now)
-    return JobState.FAILED
-
-
-def _revoke(job: Job, spent: int, now: datetime, delay: int | None, error: str, using: str) -> None:
-    delete_jobs([job.id], using)
-    return None
-
-
-_STEPS = {
-    Outcome.SUCCESS: _complete,
-    Outcome.RETRY: _retry,
-    Outcome.SNOOZE: _reschedule,
-    Outcome.RATE_LIMITED: _reschedule,  # its delay, if it gave none, is the bucket's wait
-    Outcome.SKIP: _skip,
-    Outcome.UNDECODABLE: _fail,
-    Outcome.DISCARD: _fail,
-    Outcome.REVOKE: _revoke,
-}
-
-
-def _close(
-    job: Job, outcome: Outcome, state: JobState | None, error: str, logs: Sequence[str], now: datetime, using: str
-) -> None:
-    if state is None:
-        return  # deleted: its runs went with the row
+def _close(job: Job, outcome: Outcome, error: str, logs: Sequence[str], now: datetime, using: str) -> None:
     recorded = outcome in RECORDED_OUTCOMES or (outcome is Outcome.SUCCESS and bool(logs))
     history.close_run(job.id, job.fence, outcome=outcome.value, error=error, logs=logs, recorded=recorded, now=now, using=using)
 
 
 def delete_jobs(job_ids: Sequence[str], using: str) -> int:
-    """Delete jobs with their runs and side data (the row is gone: not a state)."""
-    if not job_ids:
-        return 0
-    connection = database.conn(using)
-    marks = database.placeholders(job_ids)
-    with connection.cursor() as cursor:
-        cursor.execute(f"DELETE FROM boson_run WHERE job_id IN ({marks})", list(job_ids))
-        cursor.execute(f"DELETE FROM boson_job_data WHERE job_id IN ({marks})", list(job_ids))
-        cursor.execute(f"DELETE FROM boson_job WHERE id IN ({marks})", list(job_ids))
-        return cursor.rowcount
+    """Delete jobs with their runs and side data, whatever their state (the caller decided)."""
+    return drivers.for_alias(using).delete_jobs(database.conn(using), job_ids)

@@ -13,6 +13,8 @@ from typing import Any
 
 from boson_django import clock, transitions, validation
 from boson_django import database, drivers
+from boson_django.drivers import guards
+from boson_django.states import JobState
 from boson_django.services import history
 from boson_django.services.buckets import Buckets
 from boson_django.services.jobrows import UNREADABLE, decoded, envelope_from_row
@@ -49,7 +51,7 @@ class _ActiveLimits:
         if not tasks:
             return {}
         cursor.execute(
-            "SELECT task, COUNT(*) FROM boson_job WHERE state = 'running' "
+            f"SELECT task, COUNT(*) FROM boson_job WHERE {guards.among([JobState.RUNNING])} "
             f"AND task IN ({database.placeholders(tasks)}) GROUP BY task",
             tasks,
         )

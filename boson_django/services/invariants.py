@@ -17,28 +17,32 @@ from typing import Any
 
 from boson_django import clock, validation
 from boson_django import database
-from boson_django.states import ATTEMPT_SPENDING
+from boson_django.drivers.guards import among
+from boson_django.states import ATTEMPT_SPENDING, LEASED, TERMINAL, JobState, Outcome
 
 #: Run outcomes that spend an attempt: ``attempt`` moves on these and nothing else.
 _SPENDING = ", ".join(f"'{o.value}'" for o in sorted(ATTEMPT_SPENDING, key=lambda o: o.value))
 
+_LEASED, _NOT_LEASED = among(LEASED), among(LEASED, negate=True)
+_J_LEASED, _J_NOT_LEASED = among(LEASED, "j.state"), among(LEASED, "j.state", negate=True)
+
 _CHECKS: dict[str, str] = {
     "running job without a lease": (
-        "SELECT id FROM boson_job WHERE state = 'running' "
+        f"SELECT id FROM boson_job WHERE {_LEASED} "
         "AND (lease_holder IS NULL OR lease_expires_at IS NULL)"
     ),
     "lease left on a job that is not running": (
-        "SELECT id FROM boson_job WHERE state <> 'running' "
+        f"SELECT id FROM boson_job WHERE {_NOT_LEASED} "
         "AND (lease_holder IS NOT NULL OR lease_expires_at IS NOT NULL)"
     ),
     "running job without exactly one open run of its fence": (
-        "SELECT j.id FROM boson_job j WHERE j.state = 'running' AND 1 <> "
+        f"SELECT j.id FROM boson_job j WHERE {_J_LEASED} AND 1 <> "
         "(SELECT COUNT(*) FROM boson_run r WHERE r.job_id = j.id AND r.fence = j.fence "
         "AND r.finished_at IS NULL)"
     ),
     "open run of a job that is not running under that fence": (
         "SELECT r.job_id FROM boson_run r JOIN boson_job j ON j.id = r.job_id "
-        "WHERE r.finished_at IS NULL AND (j.state <> 'running' OR r.fence <> j.fence)"
+        f"WHERE r.finished_at IS NULL AND ({_J_NOT_LEASED} OR r.fence <> j.fence)"
     ),
     "run with a fence the job never had": (
         "SELECT r.job_id FROM boson_run r JOIN boson_job j ON j.id = r.job_id WHERE r.fence > j.fence"
@@ -52,7 +56,7 @@ _CHECKS: dict[str, str] = {
     ),
     "attempt beyond max_attempts": "SELECT id FROM boson_job WHERE attempt > max_attempts",
     "finished job without finalized_at": (
-        "SELECT id FROM boson_job WHERE state IN ('completed', 'skipped', 'failed', 'cancelled') "
+        f"SELECT id FROM boson_job WHERE {among(TERMINAL)} "
         "AND (finalized_at IS NULL OR expires_at IS NULL)"
     ),
     # -- history: fences, holders, attempt and crash accounting --------------------------
@@ -70,12 +74,12 @@ _CHECKS: dict[str, str] = {
     ),
     "crash_attempt that differs from the lease losses since the last quarantine release": (
         "SELECT j.id FROM boson_job j WHERE j.crash_attempt <> (SELECT COUNT(*) FROM boson_run r "
-        "WHERE r.job_id = j.id AND r.outcome = 'lease_lost' AND r.id > COALESCE((SELECT MAX(u.id) "
+        f"WHERE r.job_id = j.id AND r.outcome = '{Outcome.LEASE_LOST.value}' AND r.id > COALESCE((SELECT MAX(u.id) "
         "FROM boson_run u WHERE u.job_id = j.id AND u.outcome = 'unquarantined'), 0))"
     ),
     "quarantined job whose fingerprint is not registered": (
         "SELECT j.id FROM boson_job j LEFT JOIN boson_quarantined_fingerprint q "
-        "ON q.fingerprint = j.fingerprint WHERE j.state = 'quarantined' AND q.fingerprint IS NULL"
+        f"ON q.fingerprint = j.fingerprint WHERE {among({JobState.QUARANTINED}, 'j.state')} AND q.fingerprint IS NULL"
     ),
 }
 
@@ -103,7 +107,7 @@ def find_problems(*, stranded_after_ms: int | None = None, using: str | None = N
     if stranded_after_ms is not None:
         limit = clock.now(using) - timedelta(milliseconds=validation.whole(stranded_after_ms, "stranded_after_ms"))
         rule = f"running job whose lease expired more than {stranded_after_ms} ms ago (stranded)"
-        checks.append((rule, "SELECT id FROM boson_job WHERE state = 'running' AND lease_expires_at < %s"))
+        checks.append((rule, f"SELECT id FROM boson_job WHERE {_LEASED} AND lease_expires_at < %s"))
         params[rule] = [database.dt_param(connection, limit)]
     found: list[Problem] = []
     with connection.cursor() as cursor:

@@ -1,9 +1,9 @@
 """Fenced access: every write under a lease goes through :func:`hold`.
 
-A write succeeds only if the job is ``running``, its fence equals the caller's and the
-lease has not expired on the store clock. The row is locked first (PostgreSQL
-``FOR UPDATE``; SQLite holds the write lock for the whole transaction), so a reclaim
-or cancel cannot slip in between the check and the write.
+A write succeeds only if the job is in a leased state (``running``: ``states.LEASED``),
+its fence equals the caller's and the lease has not expired on the store clock. The row
+is locked first (where the engine locks rows; SQLite holds the write lock for the whole
+transaction), so a reclaim or cancel cannot slip in between the check and the write.
 """
 
 from __future__ import annotations
@@ -12,13 +12,12 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from boson_django import clock, transitions, validation
-from boson_django.errors import LeaseRejected
+from boson_django import clock, database, drivers, transitions, validation
+from boson_django.errors import LeaseRejected, StoreError
 from boson_django.models import Job, JobData
-from boson_django import database
 from boson_django.services import buckets, history
 from boson_django.services.types import JobOutput, JobProgress, LeaseRef
-from boson_django.states import Event, JobState, allows
+from boson_django.states import LEASED, Event, JobState, require
 
 
 def as_lease(lease: Any) -> LeaseRef:
@@ -46,9 +45,8 @@ PAYLOAD_FIELDS = ("args", "kwargs", "meta", "checkpoint")
 def hold(lease: Any, now: datetime, using: str) -> Job:
     """The locked job row this lease still holds (payload columns deferred), or ``LeaseRejected``."""
     ref = as_lease(lease)
-    # Locked by key alone, the lease checked here: with ``state = 'running'`` in the query
-    # the planner, whose statistics often think few jobs are running, filtered every
-    # running job through their partial index to find this one.
+    # Locked by key alone, the lease checked here (a state in the query would steer the
+    # planner to that state's partial index: docs/performance.md).
     job = Job.objects.using(using).select_for_update().filter(id=ref.job_id).defer(*PAYLOAD_FIELDS).first()
     why = refusal(ref, job, now)
     if why is not None:
@@ -63,7 +61,7 @@ def refusal(ref: LeaseRef, job: Any | None, now: datetime) -> str | None:
         return f"job {ref.job_id} no longer exists"
     if job.fence != ref.fence:
         return f"job {ref.job_id}: fence {ref.fence} is stale (current fence {job.fence})"
-    if job.state != JobState.RUNNING.value:
+    if JobState(job.state) not in LEASED:
         return f"job {ref.job_id} is {job.state}, not running"
     if job.lease_expires_at is None or job.lease_expires_at <= now:
         return f"job {ref.job_id}: lease expired at {job.lease_expires_at} (store time {now})"
@@ -75,28 +73,20 @@ def renew(leases: Sequence[Any], lease_ms: int, *, using: str | None = None) -> 
     """Extend every lease still held; returns the ids of those LOST.
 
     Lost means expired on the store clock (reclaimed or not), re-claimed by another
-    worker (fence moved), cancelled, finished or deleted. Never raises for a lost lease.
-    One statement per as many leases as SQLite lets one list: a worker holding 500 where
-    it binds 999 parameters (before 3.32) failed every renewal, and its jobs, their
-    leases lapsing, ran again elsewhere.
+    worker (fence moved), cancelled, finished or deleted. Never raises for a lost lease;
+    idempotent (a second renewal moves the expiry again). One statement per as many
+    leases as the engine lets one statement list.
     """
     refs = [as_lease(lease) for lease in leases]
     lease_ms = validation.whole(lease_ms, "lease_ms", minimum=1)
     if not refs:
         return []
-    connection = database.conn(using)
-    now = clock.now(using)
-    until, at = database.dt_param(connection, now + timedelta(milliseconds=lease_ms)), database.dt_param(connection, now)
+    connection, driver = database.conn(using), drivers.for_alias(using)
+    now = clock.now(database.alias(using))
+    until = now + timedelta(milliseconds=lease_ms)
     kept: set[tuple[str, int]] = set()
-    with connection.cursor() as cursor:
-        for part in database.in_slices(refs, database.most_listed(connection, each=2, besides=2)):
-            found, keyed = database.by_key_and_fence("id", [(ref.job_id, ref.fence) for ref in part])
-            cursor.execute(
-                f"UPDATE boson_job SET lease_expires_at = %s WHERE {found} "
-                f"AND {database.in_state('running')} AND lease_expires_at > %s RETURNING id, fence",
-                [until, *keyed, at],
-            )
-            kept |= {(row[0], row[1]) for row in cursor.fetchall()}
+    for part in database.in_slices(refs, database.most_listed(connection, each=2, besides=2)):
+        kept |= driver.renew(connection, [(ref.job_id, ref.fence) for ref in part], until, now)
     return [ref.job_id for ref in refs if (ref.job_id, ref.fence) not in kept]
 
 
@@ -104,17 +94,19 @@ def renew(leases: Sequence[Any], lease_ms: int, *, using: str | None = None) -> 
 def release(lease: Any, *, using: str | None = None) -> None:
     """Graceful hand-back on shutdown: running -> available, attempt and crash count kept.
 
-    Refunds the admission charge (the job will be charged again when re-admitted) and
-    records the attempt as ``released``. ``LeaseRejected`` if the lease is not held.
+    Locks the job; refunds the admission charge (the job will be charged again when
+    re-admitted) and records the attempt as ``released``. ``LeaseRejected`` if the lease
+    is not held (and nothing is written). Not idempotent: the first release ends the lease.
     """
-    assert using is not None
+    using = database.alias(using)
     now = clock.now(using)
     job = hold(lease, now, using)
-    assert allows(job.state, Event.RELEASE)
+    require(job.state, Event.RELEASE, JobState.AVAILABLE)
     buckets.reconcile(using, now, job.rate_class, job.charged_weight, 0.0)
+    if not drivers.for_alias(using).release(database.conn(using), job.id, job.fence, now):
+        raise StoreError(f"job {job.id}: its locked row changed under the lock")
     job.state, job.run_at = JobState.AVAILABLE.value, now
     job.lease_holder, job.lease_expires_at, job.charged_weight = None, None, 0.0
-    job.save(update_fields=["state", "lease_holder", "lease_expires_at", "charged_weight", "run_at"])
     history.close_run(job.id, job.fence, outcome="released", now=now, using=using)
     transitions.controlled("released", [job], using, outcome="released")
 
@@ -123,7 +115,7 @@ def release(lease: Any, *, using: str | None = None) -> None:
 def checkpoint(lease: Any, data: Any, *, using: str | None = None) -> None:
     """Persist step state; the next admission of this job hands it back."""
     validation.stored_json(data, "data")
-    assert using is not None
+    using = database.alias(using)
     job = hold(lease, clock.now(using), using)
     Job.objects.using(using).filter(id=job.id).update(checkpoint=data)
 
@@ -139,7 +131,7 @@ def put_data(job: Job, kind: str, data: Any, now: datetime, using: str) -> None:
 def write_output(lease: Any, data: Any, *, using: str | None = None) -> JobOutput:
     """Store the handler's output (the latest write wins) under the lease."""
     validation.stored_json(data, "data")
-    assert using is not None
+    using = database.alias(using)
     now = clock.now(using)
     job = hold(lease, now, using)
     put_data(job, JobData.Kind.OUTPUT, data, now, using)
@@ -156,7 +148,7 @@ def write_progress(
     current = validation.amount(current, "current")
     total = None if total is None else validation.amount(total, "total")
     message = validation.progress_message(message)
-    assert using is not None
+    using = database.alias(using)
     now = clock.now(using)
     job = hold(lease, now, using)
     put_data(job, JobData.Kind.PROGRESS, {"current": current, "total": total, "message": message}, now, using)

@@ -1,70 +1,52 @@
-"""The three sweeps. Each is bounded by ``limit`` and safe on many nodes at once:
-PostgreSQL rows are taken with ``SKIP LOCKED``, so two sweepers never touch one job."""
+"""The three sweeps: promote, reclaim, evict. Each is bounded by ``limit`` and safe on
+many nodes at once: its jobs are picked locked, skipping rows another transaction holds
+(where the engine locks rows), so two sweepers never touch one job. Each decides here
+and writes through the driver (:mod:`boson_django.drivers.sweeps`)."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
-from boson_django import clock, policies, transitions, validation
+from boson_django import clock, database, drivers, policies, transitions, validation
 from boson_django.models import QuarantinedFingerprint
-from boson_django import database, drivers
 from boson_django.services import acks, history
 from boson_django.services.types import Reclaimed
-from boson_django.states import PENDING, TERMINAL, JobState
-
-_PENDING_SQL = ", ".join(f"'{s.value}'" for s in sorted(PENDING))
-_TERMINAL_SQL = ", ".join(f"'{s.value}'" for s in sorted(TERMINAL))
-
+from boson_django.states import Event, JobState, require
 
 #: Parameters a sweep's statements bind besides two per job (the runs a reclaim closes
 #: are matched by job and fence).
 _BOUND_BESIDES_JOBS = 8
 
 
-def _due(using: str, where: str, deadline: str, limit: int, columns: str) -> tuple[list[dict[str, Any]], datetime]:
-    """Up to ``limit`` rows in ``where`` whose ``deadline`` column has passed on the store
-    clock, the longest overdue first, locked (skipping rows another sweeper holds); and
-    the store's now they were picked at."""
+def _due(using: str, event: Event, deadline: str, limit: int, columns: str) -> tuple[list[dict[str, Any]], datetime]:
+    """Up to ``limit`` jobs ``event`` may move whose ``deadline`` column has passed on the
+    store clock, the longest overdue first, locked (skipping rows another sweeper holds);
+    and the store's now they were picked at."""
     limit = validation.whole(limit, "limit")
     now = clock.now(using)
     connection = database.conn(using)
     limit = min(limit, _most_jobs(connection))
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT {columns} FROM boson_job WHERE {where} AND {deadline} <= %s ORDER BY {deadline} LIMIT %s"
-            f"{drivers.for_connection(connection).lock_rows_skip_locked()}",
-            [database.dt_param(connection, now), limit],
-        )
-        return database.fetch_dicts(cursor), now
+    return drivers.for_alias(using).pick_due(connection, event, deadline, now, limit, columns), now
 
 
 def _most_jobs(connection: Any) -> int:
     """The most jobs one sweep may take so that its statements, which list the jobs,
-    bind no more parameters than the store allows. A larger ``limit`` (``SWEEP_BATCH``)
-    made a sweep on SQLite fail with "too many SQL variables" on every tick once that
-    many jobs were due, and promotion, reclaim or eviction stopped for good (999
-    parameters before SQLite 3.32: a reclaim of 499 jobs, a promotion of 1,000, the
-    default ``SWEEP_BATCH``; 32,766 by default since: a reclaim of 16,382)."""
+    bind no more parameters than the store allows (a larger batch would fail on every
+    tick, and the sweep stop for good)."""
     return database.most_listed(connection, each=2, besides=_BOUND_BESIDES_JOBS)
 
 
 @database.store_transaction
 def promote_due(limit: int = 1000, *, using: str | None = None) -> int:
-    """scheduled/retryable jobs whose run_at has come -> available. Returns how many."""
-    assert using is not None
-    picked, _ = _due(using, f"state IN ({_PENDING_SQL})", "run_at", limit, "id, queue, task, fence")
-    due = [r["id"] for r in picked]
-    if not due:
+    """scheduled/retryable jobs whose run_at has come -> available. Returns how many.
+    A job another transaction holds is left for the next call."""
+    using = database.alias(using)
+    picked, _ = _due(using, Event.PROMOTE, "run_at", limit, "id, queue, task, fence")
+    if not picked:
         return 0
-    transitions.swept("promoted", picked, using, state="available")
-    with database.conn(using).cursor() as cursor:
-        cursor.execute(
-            f"UPDATE boson_job SET state = 'available' WHERE state IN ({_PENDING_SQL}) "
-            f"AND id IN ({database.placeholders(due)})",
-            due,
-        )
-        return cursor.rowcount
+    transitions.swept("promoted", picked, using, state=JobState.AVAILABLE.value)
+    return drivers.for_alias(using).promote(database.conn(using), [r["id"] for r in picked])
 
 
 @database.store_transaction
@@ -83,19 +65,20 @@ def reclaim_expired(limit: int = 1000, *, using: str | None = None) -> list[Recl
     stays behind for good; to empty the backlog, call until no expired lease is left,
     not until the first short batch.
     """
-    assert using is not None
-    rows, now = _due(using, "state = 'running'", "lease_expires_at", limit,
+    using = database.alias(using)
+    rows, now = _due(using, Event.RECLAIM, "lease_expires_at", limit,
                      "id, task, queue, fence, crash_attempt, crash_limit, fingerprint, lease_holder")
     connection = database.conn(using)
     for row in rows:
-        row["to"] = _reclaim_target(row)
+        row["to"] = reclaim_target(row["crash_attempt"], row["crash_limit"])
     rows = _without_busy_fingerprints(rows, connection)
     if not rows:
         return []
     out: list[Reclaimed] = []
     for target in (JobState.AVAILABLE, JobState.QUARANTINED):
         group = [r for r in rows if r["to"] is target]
-        _move_reclaimed(group, target, now, connection)
+        if group:
+            drivers.for_alias(using).reclaim(connection, [r["id"] for r in group], target, now, _LOST)
         out += [Reclaimed(r["id"], r["fence"], target.value, r["crash_attempt"] + 1) for r in group]
     history.close_runs(
         [(r["id"], r["fence"]) for r in rows], outcome="lease_lost",
@@ -124,22 +107,15 @@ def _without_busy_fingerprints(rows: list[dict[str, Any]], connection: Any) -> l
     return [r for r in rows if r["fingerprint"] not in busy or r["to"] is not JobState.QUARANTINED]
 
 
-def _reclaim_target(row: dict[str, Any]) -> JobState:
-    """Where an expired job goes: quarantined once this crash reaches its crash limit."""
-    return JobState.QUARANTINED if policies.quarantines(row["crash_attempt"] + 1, row["crash_limit"]) else JobState.AVAILABLE
+_LOST = "boson_django.errors.LeaseLost: lease expired (worker crash or stall)"
 
 
-def _move_reclaimed(group: list[dict[str, Any]], target: JobState, now: datetime, connection: Any) -> None:
-    if not group:
-        return
-    ids = [r["id"] for r in group]
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "UPDATE boson_job SET state = %s, crash_attempt = crash_attempt + 1, lease_holder = NULL, "
-            "lease_expires_at = NULL, run_at = %s, last_error = %s "
-            f"WHERE id IN ({database.placeholders(ids)}) AND {database.in_state('running')}",
-            [target.value, database.dt_param(connection, now), "boson_django.errors.LeaseLost: lease expired (worker crash or stall)", *ids],
-        )
+def reclaim_target(crash_attempt: int, crash_limit: int) -> JobState:
+    """Where a job whose lease expired goes: quarantined once this crash reaches its
+    crash limit, available otherwise (both allowed by the table)."""
+    target = JobState.QUARANTINED if policies.quarantines(crash_attempt + 1, crash_limit) else JobState.AVAILABLE
+    require(JobState.RUNNING, Event.RECLAIM, target)
+    return target
 
 
 def _register_fingerprints(rows: list[dict[str, Any]], now: datetime, using: str) -> None:
@@ -165,8 +141,9 @@ def _register_fingerprints(rows: list[dict[str, Any]], now: datetime, using: str
 
 @database.store_transaction
 def evict_retained(limit: int = 1000, *, using: str | None = None) -> int:
-    """Delete finished jobs whose retention has passed. Quarantined jobs never expire."""
-    assert using is not None
-    picked, _ = _due(using, f"state IN ({_TERMINAL_SQL})", "expires_at", limit, "id, queue, task, fence")
+    """Delete finished jobs whose retention has passed (the states the table lets evict;
+    quarantined jobs never expire). Returns how many."""
+    using = database.alias(using)
+    picked, _ = _due(using, Event.EVICT, "expires_at", limit, "id, queue, task, fence")
     transitions.swept("evicted", picked, using, state=None)
     return acks.delete_jobs([r["id"] for r in picked], using)

@@ -45,9 +45,7 @@ class LeaseRef(NamedTuple):
 
 
 class AdmissionUnit(NamedTuple):
-    """One admitted job. A named tuple rather than a frozen dataclass: a worker builds one
-    per job it admits, and a frozen dataclass sets each of its ten fields through
-    ``object.__setattr__`` (2.4 us against 0.5 us, measured)."""
+    """One admitted job: its lease, its envelope and its attempt counters (immutable)."""
 
     lease: LeaseRef
     envelope: Envelope

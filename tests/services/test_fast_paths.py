@@ -667,11 +667,11 @@ def test_a_claim_after_analyze_saw_only_finished_jobs_still_walks_the_claim_inde
 
 def _ack_plan(leases: Sequence[LeaseRef]) -> str:
     """EXPLAIN of the plain-success ack statement for ``leases``."""
-    from boson_django.services import ack_pg
+    from boson_django.drivers.postgresql.acks import complete_sql
 
     params = [json.dumps([[lease.job_id, lease.fence, None] for lease in leases]), 1000, 0]
     with connection.cursor() as cursor:
-        cursor.execute("EXPLAIN " + ack_pg._sql(False), params)
+        cursor.execute("EXPLAIN " + complete_sql(False), params)
         return "\n".join(row[0] for row in cursor.fetchall())
 
 

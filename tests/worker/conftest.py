@@ -174,7 +174,7 @@ def ack_held(folder: pathlib.Path, *job_ids: str) -> Iterator[None]:
             holder.release()
 
 
-#: The query of an ack flush (``services.ack_pg``), for :func:`waiting_backend`.
+#: The query of an ack flush (``drivers.postgresql.acks``), for :func:`waiting_backend`.
 ACK_FLUSH = "%UPDATE boson_job j SET state = 'completed'%"
 #: A fenced write of the general path, which locks the job row first.
 LOCKING_ACK = "%boson_job%FOR UPDATE%"

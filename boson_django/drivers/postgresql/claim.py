@@ -13,9 +13,11 @@ from collections.abc import Sequence
 
 from django.db.backends.base.base import BaseDatabaseWrapper
 
+from boson_django.drivers import guards
 from boson_django.drivers.claim import JOB_COLUMNS, ClaimStatements, FreeClaim, first_run
 from boson_django.drivers.postgresql import session
 from boson_django.drivers.postgresql.clock import STORE_NOW
+from boson_django.states import Event, JobState
 
 _RETURNED = ", ".join(f"j.{c.strip()}" for c in JOB_COLUMNS.split(","))
 
@@ -40,13 +42,13 @@ cand AS MATERIALIZED (
       AND EXISTS (SELECT 1 FROM boson_task_config tc WHERE tc.task = j.task AND tc.max_active IS NOT NULL)
     ) AS free
   FROM boson_job j
-  WHERE j.state = 'available' AND j.queue NOT IN (SELECT name FROM boson_queue WHERE paused) {queues}
+  WHERE {available} AND j.queue NOT IN (SELECT name FROM boson_queue WHERE paused) {queues}
   ORDER BY j.priority DESC, j.run_at, j.id
   LIMIT %s
   FOR UPDATE OF j SKIP LOCKED
 ),
 claimed AS (
-  UPDATE boson_job j SET state = 'running', fence = j.fence + 1, lease_holder = %s,
+  UPDATE boson_job j SET state = {running}, fence = j.fence + 1, lease_holder = %s,
     lease_expires_at = clk.now + COALESCE(%s, j.lease_ms) * INTERVAL '1 millisecond',
     charged_weight = 0, started_at = COALESCE(j.started_at, clk.now), attempted_at = clk.now
   FROM clk
@@ -89,4 +91,5 @@ def planner(queues: int) -> tuple[str, ...]:
 def claim_sql(queues: int) -> str:
     """The statement for ``queues`` named queues (0: every queue); built on first use."""
     where = f"AND j.queue IN ({', '.join(['%s'] * queues)})" if queues else ""
-    return _CLAIM.format(now=STORE_NOW, queues=where, returned=_RETURNED, first_run=first_run("j"))
+    return _CLAIM.format(
+        available=guards.allowed(Event.ADMIT, "j.state"), running=guards.state(JobState.RUNNING), now=STORE_NOW, queues=where, returned=_RETURNED, first_run=first_run("j"))

@@ -18,6 +18,7 @@ from django.db import IntegrityError
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from boson_django import database
+from boson_django.drivers import guards
 from boson_django.drivers.clock import from_row
 from boson_django.drivers.enqueue import (
     COLUMNS, CONFLICT, JSON_COLUMNS, EnqueueStatements, Holder, Inserted, Preflight,
@@ -175,7 +176,7 @@ def _alone_sql() -> AloneStatement:
 WITH ins AS (
   INSERT INTO boson_job ({", ".join(given)}, {", ".join(_COMPUTED)})
   SELECT {", ".join(placeholders)},
-         CASE WHEN s.due THEN 'available' ELSE 'scheduled' END,
+         CASE WHEN s.due THEN {guards.state(JobState.AVAILABLE)} ELSE {guards.state(JobState.SCHEDULED)} END,
          CASE WHEN s.due THEN s.now ELSE s.at END,
          s.now
   FROM (SELECT store.now, p.at, p.at IS NULL OR p.at <= store.now AS due

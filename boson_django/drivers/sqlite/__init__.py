@@ -4,10 +4,11 @@ instead of rows."""
 from __future__ import annotations
 
 from boson_django.drivers.base import Driver
+from boson_django.drivers.sqlite.acks import SQLiteAcks
 from boson_django.drivers.sqlite.session import SQLiteSession
 
 
-class SQLiteDriver(SQLiteSession, Driver):
+class SQLiteDriver(SQLiteSession, SQLiteAcks, Driver):
     vendor = "sqlite"
 
 
