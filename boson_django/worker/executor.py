@@ -36,6 +36,7 @@ from boson_django.states import Outcome
 from boson_django.worker import logcapture, network
 from boson_django.worker.attempt import Attempt
 from boson_django.worker.context import BosonContext
+from boson_django.worker.futures import JobFuture
 from boson_django.worker.outcomes import Control, Finish, TransactionLeftOpen, failure, undecodable, unstorable
 
 
@@ -227,43 +228,6 @@ def _run_then_end_connections(attempt: Attempt, task: Any) -> Finish:
     return _unless_left_open(finish, left_open)
 
 
-class JobFuture:
-    """The Future of a sync handler's call: what the runtime reads of it and nothing more.
-
-    ``concurrent.futures.Future`` builds a Condition (and its lock) per call, which the
-    loop never waits on -- it polls ``done()`` after the waker fires. The callback is
-    given up front, so no completion can slip in between submitting and registering it.
-    """
-
-    __slots__ = ("_done", "_value", "_error", "_on_done")
-
-    def __init__(self, on_done: Callable[[JobFuture], None] | None = None):
-        self._done = False
-        self._value: Any = None
-        self._error: BaseException | None = None
-        self._on_done = on_done
-
-    def done(self) -> bool:
-        return self._done
-
-    def cancelled(self) -> bool:
-        return False
-
-    def exception(self) -> BaseException | None:
-        return self._error
-
-    def result(self) -> Any:
-        if self._error is not None:
-            raise self._error
-        return self._value
-
-    def settle(self, value: Any = None, error: BaseException | None = None) -> None:
-        self._value, self._error = value, error
-        self._done = True  # last: a reader that sees done() sees the value
-        if self._on_done is not None:
-            self._on_done(self)
-
-
 class DaemonPool:
     """A fixed set of daemon threads taking calls from one queue."""
 
@@ -383,13 +347,3 @@ class Executor:
         self.pool.shutdown()
         if self._loop is not None:
             self._loop.shutdown()
-
-
-def finish_of(future: Future[Finish] | JobFuture, attempt: Attempt) -> Finish:
-    """The attempt's Finish; a cancelled async handler counts as interrupted."""
-    if type(future) is JobFuture:  # a sync handler's (the loop reads one per job)
-        return future._value if future._error is None else failure(future._error)
-    if future.cancelled():
-        return failure(attempt.interruption or asyncio.CancelledError("handler cancelled"))
-    exc = future.exception()
-    return failure(exc) if exc is not None else future.result()

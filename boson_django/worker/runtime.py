@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from django.db import DatabaseError, InterfaceError, connections
 
-from boson_django import clock, conf, services
+from boson_django import clock, conf, drivers, services
 from boson_django.errors import LeaseRejected
 from boson_django import database
 from boson_django.services import wakeups
@@ -37,7 +37,8 @@ from boson_django.worker.acker import Acker
 from boson_django.worker.attempt import Attempt
 from boson_django.states import Outcome
 from boson_django.worker.delivery import deliver
-from boson_django.worker.executor import Executor, Known, finish_of
+from boson_django.worker.executor import Executor, Known
+from boson_django.worker.futures import finish_of
 from boson_django.worker.heartbeat import Heartbeat
 from boson_django.worker.notify import Listener, Waker
 from boson_django.worker.outcomes import Finish, TaskTimeout
@@ -104,7 +105,7 @@ class Worker:
         self.watchdog = Watchdog(stop_at=lambda: self.shutdown.deadline)
         self.watch: Watch | None = None
         self.reply_s = s.REPLY_TIMEOUT_MS / 1000 or None
-        self.acker = Acker(self.using, inline=connections[self.using].vendor != "postgresql",
+        self.acker = Acker(self.using, inline=drivers.for_alias(self.using).acks_inline,
                            take=self._take_for_flush, pending=lambda: bool(self.finished), on_flushed=self.waker.set,
                            watchdog=self.watchdog, reply_s=self._reply_s, reconnect=self.reconnect)
         #: A small worker admits all its free slots at once, so its claims and its flushes
@@ -388,7 +389,7 @@ class Worker:
         with self.leases_lock:
             while self.finished:
                 attempt = self.finished.popleft()  # one by one: handler threads append meanwhile
-                finish = finish_of(attempt.future, attempt)  # type: ignore[arg-type]
+                finish = finish_of(attempt.future, attempt.interruption)  # type: ignore[arg-type]
                 if attempt.effects and finish.outcome is Outcome.SUCCESS:
                     self.effectful.append((attempt, finish))
                 else:

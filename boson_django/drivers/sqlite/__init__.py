@@ -8,6 +8,7 @@ from boson_django.drivers.base import Driver
 
 class SQLiteDriver(Driver):
     vendor = "sqlite"
+    acks_inline = True
 
 
 DRIVER = SQLiteDriver()
