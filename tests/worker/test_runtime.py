@@ -25,7 +25,7 @@ from tests.worker.conftest import (
 @pytest.mark.postgres
 def test_notify_wakes_an_idle_worker_that_would_not_poll_for_minutes(live_clock):
     with idle_worker() as runner:
-        assert runner.worker.listener is not None
+        assert runner.worker.lifecycle.listener is not None
         result = add.enqueue(4, 5)
         wait_until(lambda: state(result.id) == "completed", what="the NOTIFY wake-up")
     assert add.get_result(result.id).return_value == 9
@@ -136,10 +136,10 @@ def test_a_job_cancelled_while_it_waits_for_its_slot_never_starts(live_clock, tm
         with ack_held(tmp_path, first.id):  # the second job cannot start
             wait_until(lambda: state(second.id) == "running", what="the second job claimed while the ack waits")
             assert services.cancel(second.id)
-            gated_ = runner.worker.gated
+            gated_ = runner.worker.slots.gated
             wait_until(lambda: gated_ and gated_[0][0].settled, what="the worker to learn of the cancel")
         wait_until(lambda: state(third.id) == "completed", what="the third job, in the slot")
-        assert not runner.worker.gated and second.id not in runner.worker.running
+        assert not runner.worker.slots.gated and second.id not in runner.worker.slots.running
     assert state(second.id) == "cancelled"
     assert (tmp_path / f"started-{first.id}-1").exists()
     assert not list(tmp_path.glob(f"started-{second.id}-*"))  # its handler never ran
@@ -165,8 +165,8 @@ def test_a_stopping_worker_hands_back_a_job_waiting_for_its_slot_without_startin
 def test_a_large_worker_claims_only_into_slots_whose_acks_have_landed():
     from boson_django.worker.runtime import Worker
 
-    assert Worker(WorkerOptions(concurrency=64))._borrows is (connection.vendor == "postgresql")
-    assert not Worker(WorkerOptions(concurrency=65))._borrows  # admits a quarter at a time already
+    assert Worker(WorkerOptions(concurrency=64)).slots.borrows is (connection.vendor == "postgresql")
+    assert not Worker(WorkerOptions(concurrency=65)).slots.borrows  # admits a quarter at a time already
 
 
 @pytest.mark.postgres
@@ -245,7 +245,7 @@ def test_a_worker_lets_go_of_every_attempt_it_held(live_clock):
 
     assert all(state(r.id) == "completed" for r in results)
     assert worker.admitted == 10
-    assert not worker.running and not worker.timed and not worker.heartbeat.lengths
+    assert not worker.slots.running and not worker.slots.timed and not worker.heartbeat.lengths
 
 
 def test_an_attempt_holds_its_future_before_its_handler_can_end():
@@ -276,21 +276,22 @@ def test_a_bug_in_the_ackers_thread_stops_the_loop_instead_of_hanging_it():
     """The acker's thread takes the finished attempts itself: an error there (not a
     database error, which hands the batch back) is raised in the loop, which would
     otherwise wait forever for acks no one sends."""
-    import threading
-
     from boson_django.worker.acker import Acker
+    from boson_django.worker.notify import Waker
+    from boson_django.worker.slots import Slots
 
-    woken = threading.Event()
+    waker = Waker()
 
     def take():
         raise RuntimeError("a bug in take")
 
-    acker = Acker("default", inline=False, take=take, pending=lambda: False, on_flushed=woken.set)
+    acker = Acker("default", Slots(1, Heartbeat(every_ms=10_000, using="default"), borrows=False), waker, inline=False)
+    acker._take = take  # type: ignore[method-assign]
     acker.start()
     acker.kick()
-    assert woken.wait(10)
+    assert waker.wait(10)
     with pytest.raises(RuntimeError, match="a bug in take"):
-        acker.flushed()
+        acker.collect()
     assert not acker.busy
     acker.stop(timeout_s=5)
 
@@ -303,11 +304,11 @@ def test_a_worker_whose_slots_are_all_taken_waits_instead_of_ticking_again(live_
     admission at once is checked."""
     with idle_worker(CONCURRENCY=1) as runner:
         worker = runner.worker
-        admit, wait = worker._admit, worker.waker.wait
+        admit, wait = worker.admission.admit, worker.waker.wait
         steps: list[str] = []  # the loop's admissions and waits, from the first that got a job
 
-        def counting_admit(executor):
-            asked, got = admit(executor)
+        def counting_admit():
+            asked, got = admit()
             if steps or got:
                 steps.append(f"admitted {got}")
             return asked, got
@@ -317,7 +318,7 @@ def test_a_worker_whose_slots_are_all_taken_waits_instead_of_ticking_again(live_
                 steps.append("waited")
             return wait(timeout)
 
-        worker._admit = counting_admit
+        worker.admission.admit = counting_admit
         worker.waker.wait = noted_wait
         idle = Idle(runner)
         result = gated.enqueue(str(tmp_path), 1)
