@@ -127,8 +127,8 @@ def task_as_stored(
 def _finished_at(job: Job, runs: list[tuple[Any, ...]]) -> Any:
     """When the job finished: it is finalized then, except a quarantined job, which is
     FAILED for Django yet never finalized (it is kept until an operator releases it). That
-    one finished when it was parked: its last attempt record's end (the crash that
-    reached its limit, or the record of its parking at enqueue), else its enqueue."""
+    one finished when it was quarantined: its last attempt record's end (the crash that
+    reached its limit, or the record of its quarantine at enqueue), else its enqueue."""
     if job.finalized_at is not None or job.state != JobState.QUARANTINED.value:
         return job.finalized_at
     return max((finished for _, _, _, finished, _ in runs if finished is not None), default=job.enqueued_at)
@@ -138,7 +138,7 @@ def enqueued_result(task: Any, job_id: str, values: dict[str, Any], backend_alia
     """The READY TaskResult of a job its enqueue just created, from the row it wrote
     (``values``: JSON text args and kwargs, state, enqueued_at) -- what
     :func:`build_result` reads then: no runs, so no errors and no workers. ``None`` for a
-    job parked by a quarantined fingerprint (its error is in its attempt record).
+    job quarantined at enqueue by a quarantined fingerprint (its error is in its attempt record).
 
     ``task`` is the Task enqueued, as Django's backends return it: a ``.using(...)``
     copy keeps its priority, queue and run_after (the registered task has the declared ones)."""
@@ -185,24 +185,21 @@ def completed_result(started: Any, finished_at: Any, return_value: Any) -> Any:
 def _evolved(result: Any, **changes: Any) -> Any:
     """A copy of a TaskResult (or a Task) with ``changes``. Not ``dataclasses.replace``:
     that runs ``__init__`` and so normalises the arguments' JSON again, which a started
-    result's already are (measured: 12.5 us against 3 us, once per job), and validates a
-    Task again."""
+    result's already are, and validates a Task again."""
     return _builders(type(result))[1](result, **changes)
 
 
 def _made(cls: type, **values: Any) -> Any:
     """A TaskResult of arguments read back from the store: their JSON is already what
-    ``__post_init__`` would normalise it to, so ``__init__`` is skipped (4.3 against
-    1.7 us with no arguments, 9.1 against 1.6 us with a few, once per admitted job).
-    Fields not given keep their defaults; one with no default is required."""
+    ``__post_init__`` would normalise it to, so ``__init__`` is skipped. Fields not given
+    keep their defaults; one with no default is required."""
     return _builders(cls)[0](**values)
 
 
 def _builders(cls: type) -> tuple[Any, Any]:
     """The class's two builders, made once per class: ``make(**fields)`` and
     ``evolve(result, **changes)``, each setting every field by name in one function body
-    -- what ``dataclasses`` does for ``__init__``, without ``__post_init__``. A loop over
-    the fields did the same in 5.3 and 5.7 us per result; these take 2.7."""
+    -- what ``dataclasses`` does for ``__init__``, without ``__post_init__``."""
     built = _BUILDERS.get(cls)
     if built is None:
         built = _BUILDERS[cls] = _compile_builders(cls)
@@ -244,9 +241,8 @@ def send(signal: Signal, result: Any) -> None:
 
     Calls the receivers ``Signal.send`` would, in its order, without asking the signal
     to resolve them again each time: the task signals cache nothing
-    (``use_caching=False``), and resolving them -- a lock, a walk over every receiver,
-    weak references dereferenced -- was about a tenth of the worker's own time per
-    no-op job (two signals each). The receivers are resolved again whenever the
+    (``use_caching=False``), and resolving them takes a lock, a walk over every
+    receiver and weak references dereferenced. The receivers are resolved again whenever the
     signal's list changes (connect, disconnect, a dead receiver cleared); they are
     held weakly, as the signal holds them, and one that died or an async receiver
     sends through ``Signal.send`` itself."""
@@ -283,9 +279,8 @@ def unheard(signal: Signal, backend_alias: str, level: int = logging.INFO) -> bo
     """Whether sending ``signal`` now would reach no one: its only receivers are the Tasks
     framework's own logging ones and the framework's logger drops a line at ``level``
     (the level they log a result at: INFO, ERROR for a failed one). The worker then
-    builds no TaskResult for it: building and sending the two of a no-op job was about
-    a fifth of the worker's own time per job, for lines nobody would see. Any other
-    receiver, or the logger letting the line through, and the signal is sent as ever."""
+    builds no TaskResult for it. Any other receiver, or the logger letting the line
+    through, and the signal is sent as ever."""
     return _resolved(signal, _backend_class(backend_alias))[1] and not tasks_logger.isEnabledFor(level)
 
 
@@ -349,7 +344,7 @@ def _receiver_refs(signal: Signal, sender: type) -> list[Any] | None:
 @functools.cache
 def _backend_class(alias: str) -> type:
     """The sender of the task signals. Cached: ``task_backends[alias]`` goes through a
-    thread-local lookup, twice per job."""
+    thread-local lookup."""
     return type(task_backends[alias])
 
 

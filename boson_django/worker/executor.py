@@ -211,10 +211,8 @@ def _in_thread(attempt: Attempt, task: Any) -> Finish:
     """Pool-thread wrapper: the job's DB connections are ended after it
     (:func:`end_connections`). Only after: the previous job on this thread did the same,
     so a second pass before would find nothing to do. Only on a thread that ever opened
-    a connection: Django's pass asks every alias through a thread-local lookup that
-    raises twice per alias when there is none (~4 us per job, the worker's largest cost
-    of a handler that never touches the database). Inside the attempt's span, so the span
-    reports the failure of a handler that left a transaction open."""
+    a connection: a thread that never did has none to end. Inside the attempt's span, so
+    the span reports the failure of a handler that left a transaction open."""
     return tracing.around_attempt(attempt, lambda: _run_then_end_connections(attempt, task))
 
 
