@@ -253,7 +253,8 @@ def test_an_attempt_holds_its_future_before_its_handler_can_end():
     and a pool thread may end the call before ``submit`` returns: the future must be in
     place before the call is queued. Here the queue runs each call as it is put, the
     earliest a pool thread could."""
-    from boson_django.worker.executor import DaemonPool, Executor
+    from boson_django.worker.executor import Executor
+    from boson_django.worker.threads import DaemonPool
     from tests.testapp.tasks import noop
 
     class RunsAtOnce:
