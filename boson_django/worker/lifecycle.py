@@ -152,9 +152,9 @@ class Lifecycle:
         """Undo :meth:`start`; a step that fails is logged and the others still run."""
         if self.watch is not None:
             self.watch.arm(self.reply_s)  # the duties' release, the session's reset: bounded
-        for step in (self.forget_waker, self._stop_acker, self._release_duties, self.admission.shutdown,
-                     logcapture.uninstall, gctuning.restore_threshold, self._uninstall_signals,
-                     self._give_back_connection):
+        for step in (self.forget_waker, self._stop_acker, self._let_go_of_all, self._release_duties,
+                     self.admission.shutdown, logcapture.uninstall, gctuning.restore_threshold,
+                     self._uninstall_signals, self._give_back_connection):
             try:
                 step()
             except Exception:  # noqa: BLE001 -- best effort on the way out
@@ -168,6 +168,18 @@ class Lifecycle:
         """The flush in flight is one statement: it gets the grace left, at least a second
         (a burst run ends with no grace set)."""
         self.acker.stop(timeout_s=max(min(self.shutdown.seconds_left(), 30.0), 1.0))
+
+    def _let_go_of_all(self) -> None:
+        """After the ack thread ended: free the slots of its last flush (the loop may have
+        exited before collecting it), then let go of every attempt still held -- a lease
+        not acked lapses and is reclaimed. Nothing of a job outlives the worker in a
+        reference cycle (``Slots.let_go``)."""
+        try:
+            self.acker.settle()
+        finally:
+            self.slots.gated.clear()
+            for attempt in list(self.slots.running.values()):
+                self.slots.let_go(attempt)
 
     def _release_duties(self) -> None:
         """Not with the store unreachable: each try would wait out a connect timeout, and

@@ -248,6 +248,28 @@ def test_a_worker_lets_go_of_every_attempt_it_held(live_clock):
     assert not worker.slots.running and not worker.slots.timed and not worker.heartbeat.lengths
 
 
+def test_a_stopped_worker_lets_go_of_the_attempts_of_a_flush_it_never_collected(live_clock):
+    """The loop may exit once the ack thread has settled the last flush and before it
+    collects it: the slots of that flush, and of any attempt still held, are freed on the
+    way out all the same, so no attempt outlives the worker in a cycle with its future."""
+    from boson_django.states import Outcome
+    from boson_django.worker.outcomes import Finish
+    from boson_django.worker.runtime import Worker
+
+    worker = Worker(WorkerOptions(handle_signals=False))
+    acked, held = _attempt(30_000), _attempt(60_000)
+    for attempt in (acked, held):
+        worker.slots.hold(attempt)
+        attempt.future = object()  # stands for the future whose callback names the attempt
+    acked.settled = True
+    worker.acker._done.put((((acked, Finish(Outcome.SUCCESS)),), None))  # flushed, never collected
+
+    worker.lifecycle.finish()
+
+    assert not worker.slots.running and not worker.heartbeat.lengths
+    assert acked.future is None and held.future is None
+
+
 def test_an_attempt_holds_its_future_before_its_handler_can_end():
     """The acker's thread reads ``attempt.future`` as soon as the done-callback has run,
     and a pool thread may end the call before ``submit`` returns: the future must be in
