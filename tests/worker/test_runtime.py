@@ -116,9 +116,14 @@ def test_a_job_claimed_into_a_slot_whose_ack_is_in_flight_starts_once_that_ack_l
 @pytest.mark.postgres
 def test_jobs_claimed_together_into_slots_whose_acks_are_in_flight_all_start_once_those_acks_land(live_clock, tmp_path):
     firsts = [gated.enqueue(str(tmp_path), n) for n in (1, 2)]
-    seconds = [state_of.enqueue(first.id) for first in firsts]  # wait: two slots
     with ThreadWorker(concurrency=2):
         with ack_held(tmp_path, *(first.id for first in firsts)):
+            # Both handlers return before the next jobs exist, so one claim takes both
+            # slots: enqueued earlier, a job could take the slot of whichever first job
+            # returned first, and would rightly start when that one's ack landed.
+            wait_until(lambda: all((tmp_path / f"finished-{first.id}").exists() for first in firsts),
+                       what="both first handlers to return")
+            seconds = [state_of.enqueue(first.id) for first in firsts]
             wait_until(lambda: all(state(second.id) == "running" for second in seconds),
                        what="both jobs claimed while the acks wait")
             assert [state(first.id) for first in firsts] == ["running", "running"]  # their acks still wait
