@@ -34,21 +34,22 @@ def complete(batch: Batch, using: str) -> None:
     """Ack every (attempt, finish) of ``batch`` in one transaction; each attempt ends
     settled. Attempts with in-ack effects are not acked here (:func:`deliver`). Not
     idempotent: the store refuses a second ack of a lease (logged, dropped)."""
-    _complete(batch, using, with_effects=False)
+    _complete(batch, using, one=False)
     for _, finish in batch:
         finish.let_go()
 
 
 def deliver(attempt: Attempt, finish: Finish) -> None:
-    """Ack one attempt, running its in-ack effects (``context.in_ack``) in the SUCCESS
-    ack's own transaction: they commit if and only if the fenced ack does. An effect
-    that raises rolls the ack back and the attempt is acked RETRY with its error; a lost
-    connection propagates like any database error (the retry runs them again)."""
-    _complete(((attempt, finish),), attempt.using, with_effects=bool(attempt.effects))
+    """Ack one attempt (``services.ack``), running its in-ack effects
+    (``context.in_ack``) in the SUCCESS ack's own transaction: they commit if and only if
+    the fenced ack does. An effect that raises rolls the ack back and the attempt is acked
+    RETRY with its error; a lost connection propagates like any database error (the retry
+    runs them again)."""
+    _complete(((attempt, finish),), attempt.using, one=True)
     finish.let_go()
 
 
-def _complete(batch: Batch, using: str, *, with_effects: bool) -> None:
+def _complete(batch: Batch, using: str, *, one: bool) -> None:
     live = []
     for attempt, finish in batch:
         if attempt.settled:
@@ -59,14 +60,11 @@ def _complete(batch: Batch, using: str, *, with_effects: bool) -> None:
     if not live:
         return
     live = list(discarding.apply(live, using))  # a failure its task's discard_on lists: DISCARD
-    if with_effects and live[0][1].outcome is Outcome.SUCCESS:
-        replies = [_ack_with_effects(*live[0], using=using)]
-    else:
-        replies = services.ack_many([_request(a, f) for a, f in live], using=using)
+    replies = _store(live, using, one)
     refused = [i for i, reply in enumerate(replies) if isinstance(reply.error, (InvalidEnvelope, _EffectFailed))]
     if refused:
         instead = [(live[i][0], instead_of_refused(replies[i].error, live[i][1])) for i in refused]  # type: ignore[arg-type]
-        for i, pair, reply in zip(refused, instead, services.ack_many([_request(a, f) for a, f in instead], using=using)):
+        for i, pair, reply in zip(refused, instead, _store(instead, using, one)):
             live[i], replies[i] = pair, reply
     unheard: dict[str, bool] = {}  # backend alias -> task_finished would reach no one (asked once per flush)
     for (attempt, finish), reply in zip(live, replies):
@@ -78,6 +76,12 @@ def _complete(batch: Batch, using: str, *, with_effects: bool) -> None:
             log.error("boson: job %s: ack refused: %s", attempt.job_id, reply.error)
         else:
             reporting.report(attempt, finish, reply, unheard)
+
+
+def _store(live: Batch, using: str, one: bool) -> list[AckReply]:
+    if one:
+        return [_ack_one(*live[0], using=using)]
+    return services.ack_many([_request(a, f) for a, f in live], using=using)
 
 
 def _request(attempt: Attempt, finish: Finish) -> AckRequest:
@@ -99,20 +103,26 @@ class _EffectFailed(StoreError):
     """An in-ack effect raised (not a lost connection): the ack is rolled back."""
 
 
-def _ack_with_effects(attempt: Attempt, finish: Finish, *, using: str) -> AckReply:
-    """The fenced SUCCESS ack and the handler's in-ack effects, in one transaction; an
-    effect's failure is the reply's error, nothing of the ack stored."""
+def _ack_one(attempt: Attempt, finish: Finish, *, using: str) -> AckReply:
+    """``services.ack`` of one attempt -- with its in-ack effects, in one transaction, for
+    a SUCCESS -- as a reply (its store time not known). A refusal, or an effect's failure,
+    is the reply's error, nothing of the ack stored."""
     try:
-        return _acked_with_effects(attempt, finish, using=using)
-    except _EffectFailed as exc:
+        if attempt.effects and finish.outcome is Outcome.SUCCESS:
+            state = _acked_with_effects(attempt, finish, using=using)
+        else:
+            state = services.ack(attempt.lease, finish.outcome, error=finish.error, delay_ms=finish.delay_ms,
+                                 logs=list(finish.logs), actual_weight=attempt.actual_weight, result=finish.result,
+                                 using=using)
+    except (LeaseRejected, InvalidEnvelope, _EffectFailed) as exc:
         return AckReply(attempt.lease, error=exc)
+    return AckReply(attempt.lease, state)
 
 
 @database.store_transaction
-def _acked_with_effects(attempt: Attempt, finish: Finish, *, using: str | None = None) -> AckReply:
-    (reply,) = services.ack_many([_request(attempt, finish)], using=using)
-    if reply.error is not None:
-        return reply  # refused: nothing written, no effect runs
+def _acked_with_effects(attempt: Attempt, finish: Finish, *, using: str | None = None) -> str | None:
+    state = services.ack(attempt.lease, finish.outcome, logs=list(finish.logs), actual_weight=attempt.actual_weight,
+                         result=finish.result, using=using)
     for effect in attempt.effects:
         try:
             effect()
@@ -120,4 +130,4 @@ def _acked_with_effects(attempt: Attempt, finish: Finish, *, using: str | None =
             raise  # the connection, not the effect: the caller acks it all again
         except Exception as exc:  # noqa: BLE001 -- the handler's effect failed
             raise _EffectFailed(str(exc)) from exc
-    return reply
+    return state

@@ -40,12 +40,12 @@ def log_outcome(attempt: Attempt, finish: Finish, state: str | None) -> None:
 
 
 def _signal(attempt: Attempt, finish: Finish, reply: AckReply, unheard: dict[str, bool]) -> None:
-    """``task_finished``: built in memory for a first-run job acked completed, else from the
-    store; not at all for a job whose start no one heard of either (see ``executor._started``)
-    when no one would hear of its end."""
-    first_completed = attempt.unit.first_run and reply.state == JobState.COMPLETED.value
+    """``task_finished``: built in memory for a first-run job acked completed at a known
+    store time, else read from the store; not at all for the former when no one heard of
+    its start either (see ``executor._started``) and no one would hear of its end."""
+    in_memory = reply.at is not None and attempt.unit.first_run and reply.state == JobState.COMPLETED.value
     unbuilt = attempt.unbuilt_result_for
-    if first_completed and unbuilt is not None:
+    if in_memory and unbuilt is not None:
         quiet = unheard.get(unbuilt)
         if quiet is None:
             quiet = unheard[unbuilt] = taskresults.unheard(task_finished, unbuilt)
@@ -55,7 +55,7 @@ def _signal(attempt: Attempt, finish: Finish, reply: AckReply, unheard: dict[str
     if started is None:
         return  # undecodable: there is no Task to report on
     try:
-        if first_completed:
+        if in_memory:
             taskresults.send(task_finished, taskresults.completed_result(started, reply.at, finish.result))
         else:
             _send_stored(attempt, started, finish, reply.at)
