@@ -28,7 +28,7 @@ from typing import Any
 from boson_django import clock, services
 from boson_django import database
 from boson_django.worker.attempt import Attempt
-from boson_django.worker.delivery import deliver
+from boson_django.worker.completer import deliver
 from boson_django.worker.executor import resolve, run_sync
 from boson_django.worker.outcomes import Finish
 

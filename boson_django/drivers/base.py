@@ -22,6 +22,10 @@ class Driver(
     #: Django's ``connection.vendor`` this driver serves.
     vendor: str = ""
 
+    #: Whether the worker flushes its acks on its loop's own thread (an engine that takes
+    #: one writer at a time) rather than on an ack thread with a connection of its own.
+    acks_inline: bool = False
+
     def lock_rows(self) -> str:
         """SQL suffix that locks the selected rows until commit ("" where the engine locks
         the whole database for a write transaction)."""

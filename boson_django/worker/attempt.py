@@ -14,14 +14,12 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from boson_django import taskresults
 from boson_django.services import AdmissionUnit, LeaseRef
+from boson_django.worker.futures import JobFuture
 from boson_django.worker.outcomes import Finish, JobInterrupted, timed_out
-
-if TYPE_CHECKING:
-    from boson_django.worker.executor import JobFuture
 
 
 @dataclass(eq=False)

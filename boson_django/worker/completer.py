@@ -1,13 +1,13 @@
-"""Flush the attempts that finished since the last tick to the store in one transaction
-(``services.ack_many``), then tell Django about each.
+"""Store the outcomes of finished attempts (``services.ack_many``), then report them.
 
-Each ack in the flush is fenced on its own: a lease lost meanwhile is refused and logged
-while the others apply. A bad argument from the handler (e.g. a negative snooze delay)
-is a handler failure: that attempt is acked RETRY in a second flush. A database error
-propagates, so the loop retries the whole flush once the connection is back (nothing of
-it was written). Attempts with in-ack effects go through :func:`delivery.deliver`, which
-runs the effects in their own ack's transaction. A handler's exception that its task's
-``discard_on`` lists is acked DISCARD (:mod:`.discarding`).
+The only module of the worker that acks. Each ack is fenced on its own: a lease lost
+meanwhile is refused and logged while the others apply. An ack the store refuses as
+invalid (a return value it cannot hold, a negative snooze delay) or whose in-ack effect
+raised is acked again as what the handler's failure stands for
+(:func:`instead_of_refused`), in a second statement. A database error propagates with
+nothing of the batch written and every attempt unsettled, for the caller to ack it
+again. A handler's exception its task's ``discard_on`` lists is acked DISCARD
+(:mod:`.discarding`). Once stored, each outcome goes to :mod:`.reporting`.
 """
 
 from __future__ import annotations
@@ -15,28 +15,41 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from boson_django import services, taskresults
-from boson_django.compat import task_finished
-from boson_django.errors import InvalidEnvelope, LeaseRejected
+from django.db import InterfaceError, OperationalError
+
+from boson_django import database, services
+from boson_django.errors import InvalidEnvelope, LeaseRejected, StoreError
 from boson_django.services import AckReply, AckRequest
-from boson_django.states import JobState
-from boson_django.worker import discarding
+from boson_django.states import Outcome
+from boson_django.worker import discarding, reporting
 from boson_django.worker.attempt import Attempt
-from boson_django.worker.delivery import finished_signal, instead_of_refused, log_outcome
-from boson_django.worker.outcomes import Finish
+from boson_django.worker.outcomes import Finish, error_text, refused_result, unstorable
 
 log = logging.getLogger("boson_django.worker")
 
+Batch = Sequence[tuple[Attempt, Finish]]
 
-def complete(batch: Sequence[tuple[Attempt, Finish]], using: str) -> None:
-    """Ack every (attempt, finish) of the batch; each attempt ends settled. A database
-    error propagates with the batch untouched, for the loop to flush it again."""
-    _complete(batch, using)
+
+def complete(batch: Batch, using: str) -> None:
+    """Ack every (attempt, finish) of ``batch`` in one transaction; each attempt ends
+    settled. Attempts with in-ack effects are not acked here (:func:`deliver`). Not
+    idempotent: the store refuses a second ack of a lease (logged, dropped)."""
+    _complete(batch, using, one=False)
     for _, finish in batch:
         finish.let_go()
 
 
-def _complete(batch: Sequence[tuple[Attempt, Finish]], using: str) -> None:
+def deliver(attempt: Attempt, finish: Finish) -> None:
+    """Ack one attempt (``services.ack``), running its in-ack effects
+    (``context.in_ack``) in the SUCCESS ack's own transaction: they commit if and only if
+    the fenced ack does. An effect that raises rolls the ack back and the attempt is acked
+    RETRY with its error; a lost connection propagates like any database error (the retry
+    runs them again)."""
+    _complete(((attempt, finish),), attempt.using, one=True)
+    finish.let_go()
+
+
+def _complete(batch: Batch, using: str, *, one: bool) -> None:
     live = []
     for attempt, finish in batch:
         if attempt.settled:
@@ -47,19 +60,28 @@ def _complete(batch: Sequence[tuple[Attempt, Finish]], using: str) -> None:
     if not live:
         return
     live = list(discarding.apply(live, using))  # a failure its task's discard_on lists: DISCARD
-    replies = services.ack_many([_request(a, f) for a, f in live], using=using)
-    bad = [(a, instead_of_refused(r.error, f)) for (a, f), r in zip(live, replies) if isinstance(r.error, InvalidEnvelope)]
-    if bad:
-        retried = services.ack_many(
-            [AckRequest(a.lease, f.outcome, error=f.error, logs=list(f.logs), actual_weight=a.actual_weight) for a, f in bad],
-            using=using,
-        )
-        fixed = {id(a): (f, r2) for (a, f), r2 in zip(bad, retried)}
-        live = [(a, fixed[id(a)][0]) if id(a) in fixed else (a, f) for a, f in live]
-        replies = [fixed[id(a)][1] if id(a) in fixed else r for (a, _), r in zip(live, replies)]
+    replies = _store(live, using, one)
+    refused = [i for i, reply in enumerate(replies) if isinstance(reply.error, (InvalidEnvelope, _EffectFailed))]
+    if refused:
+        instead = [(live[i][0], instead_of_refused(replies[i].error, live[i][1])) for i in refused]  # type: ignore[arg-type]
+        for i, pair, reply in zip(refused, instead, _store(instead, using, one)):
+            live[i], replies[i] = pair, reply
     unheard: dict[str, bool] = {}  # backend alias -> task_finished would reach no one (asked once per flush)
     for (attempt, finish), reply in zip(live, replies):
-        _settle(attempt, finish, reply, unheard)
+        attempt.settled = True
+        if isinstance(reply.error, LeaseRejected):
+            log.warning("boson: job %s finished but its lease was lost; outcome %s not stored (%s)",
+                        attempt.job_id, finish.outcome.value, reply.error)
+        elif reply.error is not None:  # InvalidEnvelope even for the RETRY: cannot happen, but say so
+            log.error("boson: job %s: ack refused: %s", attempt.job_id, reply.error)
+        else:
+            reporting.report(attempt, finish, reply, unheard)
+
+
+def _store(live: Batch, using: str, one: bool) -> list[AckReply]:
+    if one:
+        return [_ack_one(*live[0], using=using)]
+    return services.ack_many([_request(a, f) for a, f in live], using=using)
 
 
 def _request(attempt: Attempt, finish: Finish) -> AckRequest:
@@ -67,39 +89,45 @@ def _request(attempt: Attempt, finish: Finish) -> AckRequest:
                       logs=list(finish.logs), actual_weight=attempt.actual_weight, result=finish.result)
 
 
-def _settle(attempt: Attempt, finish: Finish, reply: AckReply, unheard: dict[str, bool]) -> None:
-    attempt.settled = True
-    if isinstance(reply.error, LeaseRejected):
-        log.warning("boson: job %s finished but its lease was lost; outcome %s not stored (%s)",
-                    attempt.job_id, finish.outcome.value, reply.error)
-        return
-    if reply.error is not None:  # InvalidEnvelope even for the RETRY: cannot happen, but say so
-        log.error("boson: job %s: ack refused: %s", attempt.job_id, reply.error)
-        return
-    log_outcome(attempt, finish, reply.state)
-    _signal(attempt, finish, reply, unheard)
+def instead_of_refused(exc: Exception, finish: Finish) -> Finish:
+    """What is acked when the ack of ``finish`` was refused: a return value the store
+    cannot hold fails the job (DISCARD, see ``outcomes.unstorable``); a bad delay or a
+    failing in-ack effect is a handler failure (RETRY)."""
+    if isinstance(exc, InvalidEnvelope) and exc.field == "result":
+        return unstorable(refused_result(exc)).with_logs(list(finish.logs))
+    cause = exc.__cause__ if isinstance(exc, _EffectFailed) and exc.__cause__ else exc
+    return Finish(Outcome.RETRY, error=error_text(cause), logs=finish.logs)
 
 
-def _signal(attempt: Attempt, finish: Finish, reply: AckReply, unheard: dict[str, bool]) -> None:
-    """``task_finished``: built in memory for a first-run job acked completed, else from the
-    store; not at all for a job whose start no one heard of either (see ``executor._started``)
-    when no one would hear of its end (``unheard``: the answers of this flush so far)."""
-    first_completed = attempt.unit.first_run and reply.state == JobState.COMPLETED.value
-    unbuilt = attempt.unbuilt_result_for
-    if first_completed and unbuilt is not None:
-        quiet = unheard.get(unbuilt)
-        if quiet is None:
-            quiet = unheard[unbuilt] = taskresults.unheard(task_finished, unbuilt)
-        if quiet:
-            return
-    started = attempt.started()
-    if started is None:
-        return
-    if not first_completed:
-        finished_signal(attempt, finish, reply.at)
-        return
+class _EffectFailed(StoreError):
+    """An in-ack effect raised (not a lost connection): the ack is rolled back."""
+
+
+def _ack_one(attempt: Attempt, finish: Finish, *, using: str) -> AckReply:
+    """``services.ack`` of one attempt -- with its in-ack effects, in one transaction, for
+    a SUCCESS -- as a reply (its store time not known). A refusal, or an effect's failure,
+    is the reply's error, nothing of the ack stored."""
     try:
-        result = taskresults.completed_result(started, reply.at, finish.result)
-        taskresults.send(task_finished, result)
-    except Exception:  # noqa: BLE001 -- a receiver's bug must not stop the worker
-        log.exception("boson: a task_finished receiver failed for job %s", attempt.job_id)
+        if attempt.effects and finish.outcome is Outcome.SUCCESS:
+            state = _acked_with_effects(attempt, finish, using=using)
+        else:
+            state = services.ack(attempt.lease, finish.outcome, error=finish.error, delay_ms=finish.delay_ms,
+                                 logs=list(finish.logs), actual_weight=attempt.actual_weight, result=finish.result,
+                                 using=using)
+    except (LeaseRejected, InvalidEnvelope, _EffectFailed) as exc:
+        return AckReply(attempt.lease, error=exc)
+    return AckReply(attempt.lease, state)
+
+
+@database.store_transaction
+def _acked_with_effects(attempt: Attempt, finish: Finish, *, using: str | None = None) -> str | None:
+    state = services.ack(attempt.lease, finish.outcome, logs=list(finish.logs), actual_weight=attempt.actual_weight,
+                         result=finish.result, using=using)
+    for effect in attempt.effects:
+        try:
+            effect()
+        except (OperationalError, InterfaceError):
+            raise  # the connection, not the effect: the caller acks it all again
+        except Exception as exc:  # noqa: BLE001 -- the handler's effect failed
+            raise _EffectFailed(str(exc)) from exc
+    return state

@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
-import queue
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -36,7 +35,9 @@ from boson_django.states import Outcome
 from boson_django.worker import logcapture, network
 from boson_django.worker.attempt import Attempt
 from boson_django.worker.context import BosonContext
+from boson_django.worker.futures import JobFuture
 from boson_django.worker.outcomes import Control, Finish, TransactionLeftOpen, failure, undecodable, unstorable
+from boson_django.worker.threads import DaemonPool, LoopThread
 
 
 #: Task name -> (the registered Task or None, whether it is async): what one batch of
@@ -103,7 +104,7 @@ def _succeeded(value: Any) -> Finish:
     cannot hold (an object, NaN, an infinity) fails the job at once, naming ``return
     value``: not retried, as every retry would run the task again to return it again.
     The ack checks what the store can hold (``MAX_RESULT_BYTES``, no NUL), and a refused
-    one fails the job the same way (``delivery``)."""
+    one fails the job the same way (``completer``)."""
     if value is None:
         return _RETURNED_NONE
     if type(value) in _JSON_AS_IS:
@@ -210,10 +211,8 @@ def _in_thread(attempt: Attempt, task: Any) -> Finish:
     """Pool-thread wrapper: the job's DB connections are ended after it
     (:func:`end_connections`). Only after: the previous job on this thread did the same,
     so a second pass before would find nothing to do. Only on a thread that ever opened
-    a connection: Django's pass asks every alias through a thread-local lookup that
-    raises twice per alias when there is none (~4 us per job, the worker's largest cost
-    of a handler that never touches the database). Inside the attempt's span, so the span
-    reports the failure of a handler that left a transaction open."""
+    a connection: a thread that never did has none to end. Inside the attempt's span, so
+    the span reports the failure of a handler that left a transaction open."""
     return tracing.around_attempt(attempt, lambda: _run_then_end_connections(attempt, task))
 
 
@@ -225,127 +224,6 @@ def _run_then_end_connections(attempt: Attempt, task: Any) -> Finish:
         if _thread_state.opened_connection:
             left_open = end_connections()
     return _unless_left_open(finish, left_open)
-
-
-class JobFuture:
-    """The Future of a sync handler's call: what the runtime reads of it and nothing more.
-
-    ``concurrent.futures.Future`` builds a Condition (and its lock) per call, which the
-    loop never waits on -- it polls ``done()`` after the waker fires. The callback is
-    given up front, so no completion can slip in between submitting and registering it.
-    """
-
-    __slots__ = ("_done", "_value", "_error", "_on_done")
-
-    def __init__(self, on_done: Callable[[JobFuture], None] | None = None):
-        self._done = False
-        self._value: Any = None
-        self._error: BaseException | None = None
-        self._on_done = on_done
-
-    def done(self) -> bool:
-        return self._done
-
-    def cancelled(self) -> bool:
-        return False
-
-    def exception(self) -> BaseException | None:
-        return self._error
-
-    def result(self) -> Any:
-        if self._error is not None:
-            raise self._error
-        return self._value
-
-    def settle(self, value: Any = None, error: BaseException | None = None) -> None:
-        self._value, self._error = value, error
-        self._done = True  # last: a reader that sees done() sees the value
-        if self._on_done is not None:
-            self._on_done(self)
-
-
-class DaemonPool:
-    """A fixed set of daemon threads taking calls from one queue."""
-
-    def __init__(self, size: int, name: str):
-        self.calls: queue.SimpleQueue[tuple[Callable[[], Any], JobFuture] | None] = queue.SimpleQueue()
-        self.threads = [threading.Thread(target=self._serve, name=f"{name}-{i}", daemon=True) for i in range(size)]
-        for thread in self.threads:
-            thread.start()
-
-    def submit(self, fn: Callable[[], Any], future: JobFuture) -> None:
-        """Run ``fn`` on a pool thread, settling ``future``: made by the caller, so that it
-        is where the caller keeps it before the call can end (another thread may read it
-        as soon as its callback runs)."""
-        self.calls.put((fn, future))
-
-    def _serve(self) -> None:
-        network.harden_all()  # the connections handlers open here: a connect timeout, keepalives
-        while (item := self.calls.get()) is not None:
-            self._call(*item)
-            item = None  # a thread waiting for its next call keeps nothing of the last job
-
-    @staticmethod
-    def _call(fn: Callable[[], Any], future: JobFuture) -> None:
-        try:
-            value = fn()
-        except BaseException as exc:  # noqa: BLE001 -- delivered to the waiter
-            future.settle(error=exc)
-        else:
-            future.settle(value)
-
-    def shutdown(self) -> None:
-        for _ in self.threads:
-            self.calls.put(None)
-
-
-class LoopThread:
-    """One asyncio event loop on a daemon thread, for every async handler."""
-
-    def __init__(self, name: str):
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
-        self.thread.start()
-
-    def submit(self, coro: Any) -> Future[Any]:
-        """Run ``coro`` as a task on the loop; the Future's ``boson_cancel`` cancels it."""
-        handle = _TaskHandle(self.loop)
-        future = asyncio.run_coroutine_threadsafe(handle.run(coro), self.loop)
-        future.boson_cancel = handle.cancel  # type: ignore[attr-defined]
-        return future
-
-    def shutdown(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-
-
-class _TaskHandle:
-    """Cancels a handler's task on the event loop, so that its Future ends only when the
-    handler's coroutine does. Cancelling the Future itself ended it at once, whatever the
-    coroutine did next: a handler that caught the cancellation and went on running had
-    its slot counted free, and the worker started more jobs than its concurrency."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop):
-        self.loop = loop
-        self.task: asyncio.Task[Any] | None = None
-        self.asked = False
-
-    async def run(self, coro: Any) -> Any:
-        self.task = asyncio.current_task()
-        if self.asked:  # cancelled before the task took its first step
-            self.task.cancel()  # type: ignore[union-attr]
-        try:
-            return await coro
-        finally:
-            self.task = None
-
-    def cancel(self) -> None:
-        """Safe from any thread."""
-        self.loop.call_soon_threadsafe(self._cancel)
-
-    def _cancel(self) -> None:
-        self.asked = True
-        if self.task is not None:
-            self.task.cancel()
 
 
 class Executor:
@@ -383,13 +261,3 @@ class Executor:
         self.pool.shutdown()
         if self._loop is not None:
             self._loop.shutdown()
-
-
-def finish_of(future: Future[Finish] | JobFuture, attempt: Attempt) -> Finish:
-    """The attempt's Finish; a cancelled async handler counts as interrupted."""
-    if type(future) is JobFuture:  # a sync handler's (the loop reads one per job)
-        return future._value if future._error is None else failure(future._error)
-    if future.cancelled():
-        return failure(attempt.interruption or asyncio.CancelledError("handler cancelled"))
-    exc = future.exception()
-    return failure(exc) if exc is not None else future.result()

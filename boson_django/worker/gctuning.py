@@ -6,10 +6,8 @@ job, up to 128 jobs a claim -- and frees them, by reference counting, once the j
 acked. CPython's first-generation threshold (700 allocations) turns those bursts into a
 young collection every ~35 jobs; each walks every job object still in flight and
 promotes the survivors, and the promoted ones later feed full collections that walk the
-whole process. Measured on a drain of 20,000 no-op jobs at concurrency 1024: 510-610
-collections costing 0.4-0.8 s of a ~3.5 s drain; with a threshold of 10,000, 35-40
-collections and 0.02-0.07 s. Reference cycles are still collected, only after more
-allocations; a job's own objects form none (the runtime drops the attempt's future).
+whole process. Reference cycles are still collected, only after more allocations; a
+job's own objects form none (``Slots.let_go`` drops the attempt's future).
 
 The threshold is process-wide: the first worker of a process raises it and the last one
 to stop puts back what it found. ``BOSON["GC_THRESHOLD"] = 0`` leaves it alone.

@@ -63,6 +63,16 @@ class Heartbeat:
         shortest = min(self.lengths, default=None)
         return None if shortest is None else self.renewed_mono + shortest / 1000 - time.monotonic()
 
+    def reply_within_s(self, cap_s: float | None) -> float | None:
+        """How long the store may take to answer the worker's next calls: ``cap_s``
+        (``REPLY_TIMEOUT_MS``; None: no cap), and at most half the time left on the
+        leases held (at least half a second): a renewal that goes unanswered is tried
+        again on a new connection in time."""
+        left = self.lease_left_s()
+        if left is None:
+            return cap_s
+        return min(cap_s or float("inf"), max(left / 2, 0.5))
+
     def seconds_left(self) -> float:
         return max(self.last + self.interval_s() - time.monotonic(), 0.0)
 

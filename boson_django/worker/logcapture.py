@@ -125,8 +125,7 @@ def uninstall() -> None:
 
 class capturing:  # lower case: used like the context-manager function it replaced
     """Route this context's log records to a fresh buffer until the block ends. A class
-    rather than ``@contextmanager``: entered once per job, and a generator-based
-    manager costs a few microseconds more each time."""
+    rather than ``@contextmanager``: entered once per job, it builds no generator."""
 
     __slots__ = ("buffer", "_token")
 

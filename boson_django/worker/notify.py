@@ -94,7 +94,8 @@ class Listener:
             self._dropped = True
             break_connection(conn)
 
-    def wanted(self, payload: str) -> bool:
+    def serves_queue(self, payload: str) -> bool:
+        """Whether a NOTIFY naming queue ``payload`` concerns this worker."""
         return not self.queues or payload == ANY_QUEUE or payload in self.queues
 
     def _run(self) -> None:
@@ -131,5 +132,5 @@ class Listener:
         if channel == self.lease_channel:
             if payload == self.worker_id and self.on_revoked is not None:
                 self.on_revoked()
-        elif self.wanted(payload):
+        elif self.serves_queue(payload):
             self.waker.set()

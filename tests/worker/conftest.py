@@ -117,7 +117,7 @@ class Idle:
         self.worker.waker.wait = watched  # type: ignore[method-assign]
 
     def __call__(self) -> bool:
-        listener = self.worker.listener
+        listener = self.worker.lifecycle.listener
         connected = listener is None or listener.connected.is_set()
         return connected and self.sleeping.is_set() and not self.worker.waker._event.is_set()
 

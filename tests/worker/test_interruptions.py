@@ -46,10 +46,10 @@ def test_cancelled_job_stops_at_its_next_checkpoint_and_stores_nothing(live_cloc
         wait_until(lambda: (job(result.id).checkpoint or {}).get("step") == 2, what="two steps")
         assert services.cancel(result.id)
         worker.worker.heartbeat.last = 0  # the next tick renews now and learns of the loss
-        wait_until(lambda: not worker.worker.running or all(a.settled for a in worker.worker.running.values()),
+        wait_until(lambda: not worker.worker.slots.running or all(a.settled for a in worker.worker.slots.running.values()),
                    what="the worker to notice")
         (folder / "go").write_text("go")
-        wait_until(lambda: not worker.worker.running, what="the handler to return")
+        wait_until(lambda: not worker.worker.slots.running, what="the handler to return")
     assert state(result.id) == "cancelled"
     assert job(result.id).checkpoint == {"step": 2}  # step 3 was refused
     assert services.get_result(result.id) is None
@@ -65,7 +65,7 @@ def test_lost_lease_cannot_store_its_result(live_clock, folder):
         assert (state(result.id), job(result.id).crash_attempt) == ("available", 1)
         (folder / "go").write_text("go")
         wait_until(lambda: (folder / f"finished-{result.id}").exists(), what="the handler to finish")
-        wait_until(lambda: not worker.worker.running, what="the worker to drop it")
+        wait_until(lambda: not worker.worker.slots.running, what="the worker to drop it")
         assert services.get_result(result.id) is None
         assert (state(result.id), job(result.id).attempt) == ("available", 0)
         services.resume_queue("default")
@@ -79,7 +79,7 @@ def test_stop_lets_running_jobs_finish_within_the_grace(live_clock, folder):
     runner = ThreadWorker(grace_ms=30_000).__enter__()
     started_file(folder, result.id)
     runner.worker.stop()
-    wait_until(lambda: runner.worker._announced_stop, what="the worker to begin stopping")
+    wait_until(lambda: runner.worker.lifecycle.announced_stop, what="the worker to begin stopping")
     assert state(result.id) == "running"
     (folder / "go").write_text("go")
     runner.thread.join(20)
@@ -110,7 +110,7 @@ def test_a_handler_returning_as_the_grace_ends_is_acked_not_released(live_clock,
     def handler_returns_between_collect_and_drain() -> None:
         if worker.shutdown.stopping:
             (folder / "go").write_text("go")
-            wait_until(lambda: all(a.future is None or a.future.done() for a in worker.running.values()),
+            wait_until(lambda: all(a.future is None or a.future.done() for a in worker.slots.running.values()),
                        what="the handler to return")
         enforce()
 
@@ -143,7 +143,7 @@ def test_an_async_handler_that_ignores_its_cancellation_keeps_its_slot_until_it_
         wait_until(lambda: (folder / "cancel-ignored").exists(), what="the handler to swallow its cancellation")
         assert state(first.id) == "retryable"
         wait_until(idle, what="the worker to have nothing left to do")
-        assert state(second.id) == "available" and runner.worker._busy_slots() == 1
+        assert state(second.id) == "available" and runner.worker.slots.busy() == 1
         (folder / "go").write_text("go")
         wait_until(lambda: state(second.id) == "completed", what="the next job once the slot is free")
     started = float((folder / "start-1").read_text())

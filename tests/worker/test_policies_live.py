@@ -35,17 +35,17 @@ class Admissions:
     def __init__(self, runner: ThreadWorker):
         self.count = 0
         self.claims: list[tuple[int, int]] = []  # (admission number, jobs claimed)
-        admit = runner.worker._admit
+        admit = runner.worker.admission.admit
 
-        def numbered(executor: Any) -> tuple[int, int]:
+        def numbered() -> tuple[int, int]:
             self.count += 1
             number = self.count
-            asked, got = admit(executor)
+            asked, got = admit()
             if got:
                 self.claims.append((number, got))
             return asked, got
 
-        runner.worker._admit = numbered  # type: ignore[method-assign]
+        runner.worker.admission.admit = numbered  # type: ignore[method-assign]
 
     def pass_some(self, n: int = 3) -> None:
         """Let ``n`` more admissions run."""

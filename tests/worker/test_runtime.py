@@ -25,7 +25,7 @@ from tests.worker.conftest import (
 @pytest.mark.postgres
 def test_notify_wakes_an_idle_worker_that_would_not_poll_for_minutes(live_clock):
     with idle_worker() as runner:
-        assert runner.worker.listener is not None
+        assert runner.worker.lifecycle.listener is not None
         result = add.enqueue(4, 5)
         wait_until(lambda: state(result.id) == "completed", what="the NOTIFY wake-up")
     assert add.get_result(result.id).return_value == 9
@@ -116,9 +116,14 @@ def test_a_job_claimed_into_a_slot_whose_ack_is_in_flight_starts_once_that_ack_l
 @pytest.mark.postgres
 def test_jobs_claimed_together_into_slots_whose_acks_are_in_flight_all_start_once_those_acks_land(live_clock, tmp_path):
     firsts = [gated.enqueue(str(tmp_path), n) for n in (1, 2)]
-    seconds = [state_of.enqueue(first.id) for first in firsts]  # wait: two slots
     with ThreadWorker(concurrency=2):
         with ack_held(tmp_path, *(first.id for first in firsts)):
+            # Both handlers return before the next jobs exist, so one claim takes both
+            # slots: enqueued earlier, a job could take the slot of whichever first job
+            # returned first, and would rightly start when that one's ack landed.
+            wait_until(lambda: all((tmp_path / f"finished-{first.id}").exists() for first in firsts),
+                       what="both first handlers to return")
+            seconds = [state_of.enqueue(first.id) for first in firsts]
             wait_until(lambda: all(state(second.id) == "running" for second in seconds),
                        what="both jobs claimed while the acks wait")
             assert [state(first.id) for first in firsts] == ["running", "running"]  # their acks still wait
@@ -136,10 +141,10 @@ def test_a_job_cancelled_while_it_waits_for_its_slot_never_starts(live_clock, tm
         with ack_held(tmp_path, first.id):  # the second job cannot start
             wait_until(lambda: state(second.id) == "running", what="the second job claimed while the ack waits")
             assert services.cancel(second.id)
-            gated_ = runner.worker.gated
+            gated_ = runner.worker.slots.gated
             wait_until(lambda: gated_ and gated_[0][0].settled, what="the worker to learn of the cancel")
         wait_until(lambda: state(third.id) == "completed", what="the third job, in the slot")
-        assert not runner.worker.gated and second.id not in runner.worker.running
+        assert not runner.worker.slots.gated and second.id not in runner.worker.slots.running
     assert state(second.id) == "cancelled"
     assert (tmp_path / f"started-{first.id}-1").exists()
     assert not list(tmp_path.glob(f"started-{second.id}-*"))  # its handler never ran
@@ -165,8 +170,8 @@ def test_a_stopping_worker_hands_back_a_job_waiting_for_its_slot_without_startin
 def test_a_large_worker_claims_only_into_slots_whose_acks_have_landed():
     from boson_django.worker.runtime import Worker
 
-    assert Worker(WorkerOptions(concurrency=64))._borrows is (connection.vendor == "postgresql")
-    assert not Worker(WorkerOptions(concurrency=65))._borrows  # admits a quarter at a time already
+    assert Worker(WorkerOptions(concurrency=64)).slots.borrows is (connection.vendor == "postgresql")
+    assert not Worker(WorkerOptions(concurrency=65)).slots.borrows  # admits a quarter at a time already
 
 
 @pytest.mark.postgres
@@ -245,7 +250,29 @@ def test_a_worker_lets_go_of_every_attempt_it_held(live_clock):
 
     assert all(state(r.id) == "completed" for r in results)
     assert worker.admitted == 10
-    assert not worker.running and not worker.timed and not worker.heartbeat.lengths
+    assert not worker.slots.running and not worker.slots.timed and not worker.heartbeat.lengths
+
+
+def test_a_stopped_worker_lets_go_of_the_attempts_of_a_flush_it_never_collected(live_clock):
+    """The loop may exit once the ack thread has settled the last flush and before it
+    collects it: the slots of that flush, and of any attempt still held, are freed on the
+    way out all the same, so no attempt outlives the worker in a cycle with its future."""
+    from boson_django.states import Outcome
+    from boson_django.worker.outcomes import Finish
+    from boson_django.worker.runtime import Worker
+
+    worker = Worker(WorkerOptions(handle_signals=False))
+    acked, held = _attempt(30_000), _attempt(60_000)
+    for attempt in (acked, held):
+        worker.slots.hold(attempt)
+        attempt.future = object()  # stands for the future whose callback names the attempt
+    acked.settled = True
+    worker.acker._done.put((((acked, Finish(Outcome.SUCCESS)),), None))  # flushed, never collected
+
+    worker.lifecycle.finish()
+
+    assert not worker.slots.running and not worker.heartbeat.lengths
+    assert acked.future is None and held.future is None
 
 
 def test_an_attempt_holds_its_future_before_its_handler_can_end():
@@ -253,7 +280,8 @@ def test_an_attempt_holds_its_future_before_its_handler_can_end():
     and a pool thread may end the call before ``submit`` returns: the future must be in
     place before the call is queued. Here the queue runs each call as it is put, the
     earliest a pool thread could."""
-    from boson_django.worker.executor import DaemonPool, Executor
+    from boson_django.worker.executor import Executor
+    from boson_django.worker.threads import DaemonPool
     from tests.testapp.tasks import noop
 
     class RunsAtOnce:
@@ -276,21 +304,22 @@ def test_a_bug_in_the_ackers_thread_stops_the_loop_instead_of_hanging_it():
     """The acker's thread takes the finished attempts itself: an error there (not a
     database error, which hands the batch back) is raised in the loop, which would
     otherwise wait forever for acks no one sends."""
-    import threading
-
     from boson_django.worker.acker import Acker
+    from boson_django.worker.notify import Waker
+    from boson_django.worker.slots import Slots
 
-    woken = threading.Event()
+    waker = Waker()
 
     def take():
         raise RuntimeError("a bug in take")
 
-    acker = Acker("default", inline=False, take=take, pending=lambda: False, on_flushed=woken.set)
+    acker = Acker("default", Slots(1, Heartbeat(every_ms=10_000, using="default"), borrows=False), waker, inline=False)
+    acker._take = take  # type: ignore[method-assign]
     acker.start()
     acker.kick()
-    assert woken.wait(10)
+    assert waker.wait(10)
     with pytest.raises(RuntimeError, match="a bug in take"):
-        acker.flushed()
+        acker.collect()
     assert not acker.busy
     acker.stop(timeout_s=5)
 
@@ -303,11 +332,11 @@ def test_a_worker_whose_slots_are_all_taken_waits_instead_of_ticking_again(live_
     admission at once is checked."""
     with idle_worker(CONCURRENCY=1) as runner:
         worker = runner.worker
-        admit, wait = worker._admit, worker.waker.wait
+        admit, wait = worker.admission.admit, worker.waker.wait
         steps: list[str] = []  # the loop's admissions and waits, from the first that got a job
 
-        def counting_admit(executor):
-            asked, got = admit(executor)
+        def counting_admit():
+            asked, got = admit()
             if steps or got:
                 steps.append(f"admitted {got}")
             return asked, got
@@ -317,7 +346,7 @@ def test_a_worker_whose_slots_are_all_taken_waits_instead_of_ticking_again(live_
                 steps.append("waited")
             return wait(timeout)
 
-        worker._admit = counting_admit
+        worker.admission.admit = counting_admit
         worker.waker.wait = noted_wait
         idle = Idle(runner)
         result = gated.enqueue(str(tmp_path), 1)

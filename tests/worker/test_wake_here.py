@@ -63,7 +63,7 @@ def test_a_rolled_back_enqueue_wakes_no_one(db):
 
 def test_an_idle_worker_starts_a_job_enqueued_in_its_process_without_polling(live_clock):
     with idle_worker(NOTIFY=False) as runner:
-        assert runner.worker.listener is None  # nothing but this process can wake it
+        assert runner.worker.lifecycle.listener is None  # nothing but this process can wake it
         result = add.enqueue(2, 3)
         wait_until(lambda: state(result.id) == "completed", what="the in-process wake-up")
         batch = services.enqueue([services.Envelope(task="tests.testapp.tasks.add", args=[1, 1]) for _ in range(3)])
@@ -86,13 +86,13 @@ def test_a_cancel_reaches_the_running_handler_at_once_not_at_the_next_heartbeat(
         started_file(tmp_path, result.id)
         wait_until(lambda: runner.worker.heartbeat.seconds_left() > 60, what="no heartbeat due for minutes")
         if told_by == "NOTIFY":
-            wait_until(lambda: runner.worker.listener.connected.is_set(), what="LISTEN")
-            runner.worker._forget_waker()  # as if it ran in another process: only the NOTIFY reaches it
+            wait_until(lambda: runner.worker.lifecycle.listener.connected.is_set(), what="LISTEN")
+            runner.worker.lifecycle.forget_waker()  # as if it ran in another process: only the NOTIFY reaches it
             assert not wakeups._local
         assert services.cancel(result.id) is True
         # gated returns once told to stop (it never got its go-ahead file)
         wait_until(lambda: (tmp_path / f"finished-{result.id}").exists(), what="the handler to be told")
-        wait_until(lambda: not runner.worker.running, what="the worker to let it go")
+        wait_until(lambda: not runner.worker.slots.running, what="the worker to let it go")
     assert state(result.id) == "cancelled"
     assert services.get_result(result.id) is None
 

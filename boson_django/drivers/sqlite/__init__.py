@@ -10,6 +10,7 @@ from boson_django.drivers.sqlite.session import SQLiteSession
 
 class SQLiteDriver(SQLiteSession, SQLiteAcks, Driver):
     vendor = "sqlite"
+    acks_inline = True
 
 
 DRIVER = SQLiteDriver()

@@ -6,37 +6,21 @@
 | running                            | RUNNING       |
 | completed, skipped                 | SUCCESSFUL    |
 | failed, cancelled, quarantined     | FAILED        |
+
+Built without ``__init__`` (:mod:`.builders`); sent through :mod:`.signals`.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import functools
-import inspect
 import json
-import logging
-import sys
-import weakref
 from typing import Any
 
-from django.core.signals import setting_changed
-from django.dispatch import Signal, receiver
-
 from boson_django import registry
-from boson_django.compat import (
-    TASKS_MODULE,
-    Task,
-    TaskError,
-    TaskResult,
-    TaskResultStatus,
-    log_task_finished,
-    log_task_started,
-    task_backends,
-    task_finished,
-    tasks_logger,
-)
+from boson_django.compat import Task, TaskError, TaskResult, TaskResultStatus
 from boson_django.models import Job, JobData, Run
 from boson_django.states import ATTEMPT_SPENDING, JobState, Outcome
+from boson_django.taskresults.builders import _evolved, _made
+from boson_django.taskresults.signals import send, send_finished, unheard, use_django6_finished_logging
 
 STATUS = {
     JobState.SCHEDULED: TaskResultStatus.READY,
@@ -127,8 +111,8 @@ def task_as_stored(
 def _finished_at(job: Job, runs: list[tuple[Any, ...]]) -> Any:
     """When the job finished: it is finalized then, except a quarantined job, which is
     FAILED for Django yet never finalized (it is kept until an operator releases it). That
-    one finished when it was parked: its last attempt record's end (the crash that
-    reached its limit, or the record of its parking at enqueue), else its enqueue."""
+    one finished when it was quarantined: its last attempt record's end (the crash that
+    reached its limit, or the record of its quarantine at enqueue), else its enqueue."""
     if job.finalized_at is not None or job.state != JobState.QUARANTINED.value:
         return job.finalized_at
     return max((finished for _, _, _, finished, _ in runs if finished is not None), default=job.enqueued_at)
@@ -138,7 +122,7 @@ def enqueued_result(task: Any, job_id: str, values: dict[str, Any], backend_alia
     """The READY TaskResult of a job its enqueue just created, from the row it wrote
     (``values``: JSON text args and kwargs, state, enqueued_at) -- what
     :func:`build_result` reads then: no runs, so no errors and no workers. ``None`` for a
-    job parked by a quarantined fingerprint (its error is in its attempt record).
+    job quarantined at enqueue by a quarantined fingerprint (its error is in its attempt record).
 
     ``task`` is the Task enqueued, as Django's backends return it: a ``.using(...)``
     copy keeps its priority, queue and run_after (the registered task has the declared ones)."""
@@ -182,183 +166,6 @@ def completed_result(started: Any, finished_at: Any, return_value: Any) -> Any:
                     worker_ids=list(started.worker_ids), _return_value=return_value)
 
 
-def _evolved(result: Any, **changes: Any) -> Any:
-    """A copy of a TaskResult (or a Task) with ``changes``. Not ``dataclasses.replace``:
-    that runs ``__init__`` and so normalises the arguments' JSON again, which a started
-    result's already are (measured: 12.5 us against 3 us, once per job), and validates a
-    Task again."""
-    return _builders(type(result))[1](result, **changes)
-
-
-def _made(cls: type, **values: Any) -> Any:
-    """A TaskResult of arguments read back from the store: their JSON is already what
-    ``__post_init__`` would normalise it to, so ``__init__`` is skipped (4.3 against
-    1.7 us with no arguments, 9.1 against 1.6 us with a few, once per admitted job).
-    Fields not given keep their defaults; one with no default is required."""
-    return _builders(cls)[0](**values)
-
-
-def _builders(cls: type) -> tuple[Any, Any]:
-    """The class's two builders, made once per class: ``make(**fields)`` and
-    ``evolve(result, **changes)``, each setting every field by name in one function body
-    -- what ``dataclasses`` does for ``__init__``, without ``__post_init__``. A loop over
-    the fields did the same in 5.3 and 5.7 us per result; these take 2.7."""
-    built = _BUILDERS.get(cls)
-    if built is None:
-        built = _BUILDERS[cls] = _compile_builders(cls)
-    return built
-
-
-def _compile_builders(cls: type) -> tuple[Any, Any]:
-    fields = [(f.name, f.default) for f in dataclasses.fields(cls)]
-    scope: dict[str, Any] = {"cls": cls, "new": object.__new__, "KEEP": _KEEP}
-    params, puts, keeps = [], [], []
-    for i, (name, default) in enumerate(fields):
-        if default is dataclasses.MISSING:
-            params.append(name)
-        else:
-            scope[f"d{i}"] = default
-            params.append(f"{name}=d{i}")
-        slot = cls.__dict__.get(name)  # a slotted class's field: its descriptor sets it directly
-        scope[f"s{i}"] = slot.__set__ if inspect.ismemberdescriptor(slot) else functools.partial(_set_attr, name=name)
-        puts.append(f"    s{i}(o, {name})\n")
-        keeps.append(f"    s{i}(o, r.{name} if {name} is KEEP else {name})\n")
-    source = (
-        f"def make(*, {', '.join(params)}):\n    o = new(cls)\n{''.join(puts)}    return o\n"
-        f"def evolve(r, *, {', '.join(f'{name}=KEEP' for name, _ in fields)}):\n    o = new(cls)\n{''.join(keeps)}    return o\n"
-    )
-    exec(source, scope)  # noqa: S102 -- field names of a dataclass, nothing from outside
-    return scope["make"], scope["evolve"]
-
-
-def _set_attr(obj: Any, value: Any, *, name: str) -> None:
-    object.__setattr__(obj, name, value)
-
-
-_BUILDERS: dict[type, tuple[Any, Any]] = {}
-_KEEP: Any = object()
-
-
-def send(signal: Signal, result: Any) -> None:
-    """Send one of Django's task signals for ``result``, from its backend's class.
-
-    Calls the receivers ``Signal.send`` would, in its order, without asking the signal
-    to resolve them again each time: the task signals cache nothing
-    (``use_caching=False``), and resolving them -- a lock, a walk over every receiver,
-    weak references dereferenced -- was about a tenth of the worker's own time per
-    no-op job (two signals each). The receivers are resolved again whenever the
-    signal's list changes (connect, disconnect, a dead receiver cleared); they are
-    held weakly, as the signal holds them, and one that died or an async receiver
-    sends through ``Signal.send`` itself."""
-    sender = _backend_class(result.backend)
-    refs = _resolved(signal, sender)[0]
-    if refs is None:
-        signal.send(sender, task_result=result)
-        return
-    receivers = [ref() for ref in refs]
-    if None in receivers:  # one died: the signal drops it, and this resolves again next time
-        _RECEIVERS.pop((signal, sender), None)
-        signal.send(sender, task_result=result)
-        return
-    for receiver_ in receivers:
-        receiver_(signal=signal, sender=sender, task_result=result)
-
-
-def send_finished(result: Any, exception: BaseException | None) -> None:
-    """``task_finished`` for ``result``. After a handler's exception it is sent as Django's
-    backends send it, from inside the ``except`` handling that exception: receivers see it
-    in ``sys.exc_info()``, and Django's logging receiver attaches it to a failure's ERROR
-    line (what error monitoring reads). The worker drops its traceback once the outcome is
-    settled, sent or not (``Finish.let_go``)."""
-    if exception is None:
-        send(task_finished, result)
-        return
-    try:
-        raise exception
-    except BaseException:  # noqa: BLE001 -- the handler's own, raised again to be the one handled
-        send(task_finished, result)
-
-
-def unheard(signal: Signal, backend_alias: str, level: int = logging.INFO) -> bool:
-    """Whether sending ``signal`` now would reach no one: its only receivers are the Tasks
-    framework's own logging ones and the framework's logger drops a line at ``level``
-    (the level they log a result at: INFO, ERROR for a failed one). The worker then
-    builds no TaskResult for it: building and sending the two of a no-op job was about
-    a fifth of the worker's own time per job, for lines nobody would see. Any other
-    receiver, or the logger letting the line through, and the signal is sent as ever."""
-    return _resolved(signal, _backend_class(backend_alias))[1] and not tasks_logger.isEnabledFor(level)
-
-
-def _log_task_finished(sender: type, task_result: Any, **kwargs: Any) -> None:
-    """The backport's ``log_task_finished`` as Django 6 has it. The backport logs a
-    failure with ``logger.exception``, assuming the signal is sent inside the ``except``
-    that caught the error; a worker sends it after the ack, with no exception active, so
-    every failed job logged a stray ``NoneType: None`` line under its own. Sent in its
-    place (Django 5.2 only): ERROR for a failure, the exception attached when one is
-    active."""
-    exc_info = sys.exc_info()
-    tasks_logger.log(
-        logging.ERROR if task_result.status == TaskResultStatus.FAILED else logging.INFO,
-        "Task id=%s path=%s state=%s", task_result.id, task_result.task.module_path, task_result.status,
-        exc_info=exc_info if exc_info[0] else None,
-    )
-
-
-def use_django6_finished_logging() -> None:
-    """On the backport, put :func:`_log_task_finished` in place of its receiver, for
-    every sender and however the signal is sent (``Signal.send`` included, which runs
-    the receivers itself when an async one is connected). Sent inside an ``except``,
-    as other backends send it, it logs what the backport's did."""
-    if TASKS_MODULE == "django_tasks" and task_finished.disconnect(log_task_finished):
-        task_finished.connect(_log_task_finished)
-
-
-#: The receivers the Tasks framework connects to its own signals: they only log.
-_FRAMEWORK_LOGGING = frozenset({log_task_started, log_task_finished, _log_task_finished})
-
-
-def _resolved(signal: Signal, sender: type) -> tuple[list[Any] | None, bool]:
-    """The signal's receivers for ``sender`` as weak references (None: leave them to
-    ``Signal.send``), and whether each is one of the framework's logging receivers."""
-    key = (signal, sender)
-    listed = tuple(signal.receivers)
-    known = _RECEIVERS.get(key)
-    if known is None or known[0] != listed:
-        refs = _receiver_refs(signal, sender)
-        quiet = refs is not None and all(ref() in _FRAMEWORK_LOGGING for ref in refs)
-        known = _RECEIVERS[key] = (listed, refs, quiet)
-    return known[1], known[2]
-
-
-#: (signal, sender) -> (the signal's receivers list as last seen, weak references to the
-#: receivers it resolved to for that sender -- None: send through ``Signal.send`` --, and
-#: whether they are all the framework's logging receivers).
-_RECEIVERS: dict[tuple[Signal, type], tuple[tuple[Any, ...], list[Any] | None, bool]] = {}
-
-
-def _receiver_refs(signal: Signal, sender: type) -> list[Any] | None:
-    sync_receivers, async_receivers = signal._live_receivers(sender)
-    if async_receivers:
-        return None  # Signal.send runs them (async_to_sync): leave it to it
-    try:
-        return [weakref.WeakMethod(r) if inspect.ismethod(r) else weakref.ref(r) for r in sync_receivers]
-    except TypeError:  # a receiver that cannot be weakly referenced
-        return None
-
-
-@functools.cache
-def _backend_class(alias: str) -> type:
-    """The sender of the task signals. Cached: ``task_backends[alias]`` goes through a
-    thread-local lookup, twice per job."""
-    return type(task_backends[alias])
-
-
-@receiver(setting_changed)
-def _forget_backend_classes(*, setting: str, **kwargs: Any) -> None:
-    if setting == "TASKS":
-        _backend_class.cache_clear()
-
-
 def _declared(name: str) -> Any | None:
     """The Task named ``name`` in this process, or None when it cannot be resolved."""
     try:
@@ -380,3 +187,9 @@ def _stand_in_func(name: str) -> Any:
 
     unresolved.__module__, unresolved.__qualname__, unresolved.__name__ = module, qualname, qualname
     return unresolved
+
+
+__all__ = [
+    "STATUS", "build_result", "completed_result", "enqueued_result", "from_unit_alone", "running_result", "send",
+    "send_finished", "task_as_stored", "task_error", "unheard", "use_django6_finished_logging",
+]
