@@ -39,7 +39,8 @@ def declared() -> dict[str, tuple[Schedule, str]]:
 
 
 def _add(found: dict[str, tuple[Schedule, str]], spec: Schedule, source: str) -> None:
-    assert spec.name is not None
+    if spec.name is None:
+        raise ImproperlyConfigured(f"a schedule of {spec.task!r} from {source} has no name")
     if spec.name in found:
         raise ImproperlyConfigured(
             f"schedule {spec.name!r} is declared twice; give each schedule of a task its own name="

@@ -86,7 +86,7 @@ def tick(name: str, *, using: str | None = None, holder: str = "") -> list[str]:
     """
     from boson_django.models import Schedule
 
-    assert using is not None
+    using = database.alias(using)
     row = Schedule.objects.using(using).select_for_update().filter(name=name, enabled=True, declared=True).first()
     if row is None:
         return []

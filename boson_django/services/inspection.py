@@ -37,7 +37,10 @@ def job_state(job_id: str, *, using: str | None = None) -> tuple[Envelope, str] 
 
 
 def errors(job_id: str, *, using: str | None = None) -> list[AttemptRecord]:
-    """Closed attempt records, oldest first."""
+    """The job's attempt records (:class:`AttemptRecord`: one per closed, recorded run --
+    failures, and successes that logged), oldest first; [] for an unknown job. The name is
+    the public API's; it returns every recorded attempt, not only the failed ones. Reads
+    only: locks nothing."""
     runs = (
         Run.objects.using(database.alias(using))
         .filter(job_id=job_id, recorded=True, finished_at__isnull=False)

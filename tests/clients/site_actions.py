@@ -65,6 +65,14 @@ def jobs() -> list[dict]:
     return found
 
 
+def freeze() -> str:
+    """Stop boson's store clock where it is (seen by every worker): a retry backed off from
+    now is not due until :func:`later`, however long a burst takes on a loaded machine."""
+    from boson_django import clock
+
+    return clock.freeze().isoformat()
+
+
 def later() -> str:
     """A minute later on boson's store clock (seen by the next worker): every first retry,
     backed off by at most a second or two, is due."""
@@ -80,5 +88,5 @@ def main(commands: dict[str, Callable[[], object]]) -> None:
 
     sys.path.insert(0, os.getcwd())
     django.setup()
-    result = {**commands, "jobs": jobs, "later": later}[sys.argv[1]]()
+    result = {**commands, "jobs": jobs, "freeze": freeze, "later": later}[sys.argv[1]]()
     print(json.dumps(result, sort_keys=True, default=str))
