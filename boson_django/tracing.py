@@ -81,7 +81,7 @@ def _silent() -> bool:
 
 def _untraced(attempt: Any) -> bool:
     """No span would record and the job brought no trace context to carry on into what its
-    handler enqueues: the span would change nothing (it cost ~150 us per attempt)."""
+    handler enqueues: the span would change nothing, and costs CPU per attempt."""
     meta = attempt.unit.envelope.meta
     return _silent() and not (isinstance(meta, dict) and META_KEY in meta)
 
