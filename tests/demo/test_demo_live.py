@@ -25,8 +25,11 @@ SAID = ["admin: http://127.0.0.1:", "login: admin / ", "until Ctrl-C", 'Queue "r
 
 
 @pytest.mark.slow
-def test_the_live_demo_shows_every_kind_of_job_within_a_minute(demo):
-    process = demo.popen("--port", "8775", "--timeout", "60")
+def test_the_live_demo_shows_every_kind_of_job_before_ctrl_c(demo):
+    # The demo's own limit is only a backstop: on a quiet machine every kind shows within
+    # about 20 s, on a loaded one it took up to a minute, and a demo that ended on its own
+    # before the test's Ctrl-C could not show that Ctrl-C stops it.
+    process = demo.popen("--port", "8775", "--timeout", "180")
     lines, missing = [], set(SHOWN)
     try:
         for line in process.stdout:  # ends by itself after --timeout
