@@ -2,7 +2,10 @@
 
 The store talks to :class:`~boson_django.drivers.base.Driver`; each engine's package
 (:mod:`.postgresql`, :mod:`.sqlite`) holds that engine's statements. This module is the
-one place that chooses by ``connection.vendor``; nothing above it branches on the engine.
+one place that chooses a driver by ``connection.vendor``: no statement or transaction
+above it branches on the engine. Outside the drivers only set-up looks at the engine:
+the worker's connection options for every PostgreSQL database of the project
+(``worker/network.py``), the SQLite-only system checks, and two migrations.
 
 Layering: :mod:`boson_django.database` (connections and transactions) is below the
 drivers; the clock, the models' services and the worker are above.
