@@ -17,13 +17,13 @@ from boson_django import clock
 from boson_django.admin import audit, display
 from boson_django.admin.base import ReadOnlyAdmin, has_perm, own_transactions
 from boson_django.errors import InvalidEnvelope
-from boson_django.models import Job, Schedule
+from boson_django.models import Job, StoredSchedule
 from boson_django.schedules import run_now, set_enabled, sync_schedules
 
 OPS = ("enable", "disable", "run_now")
 
 
-class ScheduleAdmin(ReadOnlyAdmin):
+class StoredScheduleAdmin(ReadOnlyAdmin):
     list_display = ("name", "task", "timing", "status", "next_run", "last_run", "last_outcome", "skipped_slots", "source")
     list_filter = ("enabled", "declared", "source")
     search_fields = ("name", "task")
@@ -31,7 +31,7 @@ class ScheduleAdmin(ReadOnlyAdmin):
     fields = ("name", "task", "timing", "status", "missed", "grace_ms", "args", "kwargs", "queue", "priority",
               "next_run", "last_run", "last_outcome", "last_slot_at", "skipped_slots", "source", "synced_at")
     readonly_fields = ("timing", "status", "next_run", "last_run", "last_outcome")
-    change_form_template = "admin/boson_django/schedule/change_form.html"
+    change_form_template = "admin/boson_django/storedschedule/change_form.html"
 
     def get_queryset(self, request: HttpRequest) -> Any:
         last_state = Job.objects.filter(id=OuterRef("last_job_id")).values("state")[:1]
@@ -58,31 +58,31 @@ class ScheduleAdmin(ReadOnlyAdmin):
             self.message_user(request, f"Schedules not synced: {exc}", messages.ERROR)
 
     @admin.display(description="when")
-    def timing(self, obj: Schedule) -> str:
+    def timing(self, obj: StoredSchedule) -> str:
         if obj.cron:
             return f"{obj.cron} ({obj.timezone})"
         return f"every {display.duration(timedelta(milliseconds=obj.every_ms or 0))}"
 
     @admin.display(description="status", ordering="enabled")
-    def status(self, obj: Schedule) -> str:
+    def status(self, obj: StoredSchedule) -> str:
         if not obj.declared:
             return display.badge("undeclared", "#7d8a96")
         return display.badge("enabled", "#3b9a5b") if obj.enabled else display.badge("disabled", "#c58b00")
 
     @admin.display(description="next run", ordering="next_run_at")
-    def next_run(self, obj: Schedule) -> str:
+    def next_run(self, obj: StoredSchedule) -> str:
         if not (obj.enabled and obj.declared) or obj.next_run_at is None:
             return "—"
         return f"{display.when(obj.next_run_at)} ({display.relative(obj.next_run_at, obj.store_now)})"  # type: ignore[attr-defined]
 
     @admin.display(description="last run", ordering="last_run_at")
-    def last_run(self, obj: Schedule) -> str:
+    def last_run(self, obj: StoredSchedule) -> str:
         if obj.last_run_at is None:
             return "never"
         return display.relative(obj.last_run_at, obj.store_now)  # type: ignore[attr-defined]
 
     @admin.display(description="last outcome")
-    def last_outcome(self, obj: Schedule) -> str:
+    def last_outcome(self, obj: StoredSchedule) -> str:
         if not obj.last_job_id:
             return "—"
         state = getattr(obj, "last_state", None)
@@ -102,7 +102,7 @@ class ScheduleAdmin(ReadOnlyAdmin):
                 continue
             if result:
                 done += 1
-                audit.record(request, Schedule, [name], _logged(op, result))
+                audit.record(request, StoredSchedule, [name], _logged(op, result))
         verb = {"enable": "enabled", "disable": "disabled", "run_now": "enqueued"}[op]
         self.message_user(request, f"{done} {verb}" + (f", {len(names) - done} unchanged" if done < len(names) else ""),
                           messages.SUCCESS)
@@ -123,30 +123,30 @@ class ScheduleAdmin(ReadOnlyAdmin):
         buttons = []
         if has_perm(request, "operate_schedule"):
             buttons = [{"op": op, "label": op.replace("_", " ").capitalize(),
-                        "url": reverse("admin:boson_django_schedule_op", args=[object_id, op])} for op in OPS]
+                        "url": reverse("admin:boson_django_storedschedule_op", args=[object_id, op])} for op in OPS]
         return super().change_view(request, object_id, form_url, {**(extra_context or {}), "schedule_buttons": buttons})
 
     def get_urls(self) -> list[Any]:
         view = self.admin_site.admin_view(require_POST(self.schedule_op_view))
-        return [path("<path:object_id>/op/<str:op>/", view, name="boson_django_schedule_op"), *super().get_urls()]
+        return [path("<path:object_id>/op/<str:op>/", view, name="boson_django_storedschedule_op"), *super().get_urls()]
 
     @own_transactions
     def schedule_op_view(self, request: HttpRequest, object_id: str, op: str) -> HttpResponseRedirect:
         if not has_perm(request, "operate_schedule") or op not in OPS:
             raise PermissionDenied
         name = unquote(object_id)  # the admin's URL form of the name (``_`` is ``_5F``)
-        if not Schedule.objects.filter(name=name).exists():
+        if not StoredSchedule.objects.filter(name=name).exists():
             raise Http404("no such schedule")
         try:
             result = _apply(op, name)
         except InvalidEnvelope as exc:
             self.message_user(request, f"Schedule {name}: nothing enqueued: {exc}", messages.ERROR)
-            return HttpResponseRedirect(reverse("admin:boson_django_schedule_change", args=[object_id]))
+            return HttpResponseRedirect(reverse("admin:boson_django_storedschedule_change", args=[object_id]))
         if result:
-            audit.record(request, Schedule, [name], _logged(op, result))
+            audit.record(request, StoredSchedule, [name], _logged(op, result))
         text = f"Schedule {name}: " + (f"enqueued job {result}" if op == "run_now" else f"{op}d" if result else f"already {op}d")
         self.message_user(request, text, messages.SUCCESS)
-        return HttpResponseRedirect(reverse("admin:boson_django_schedule_change", args=[object_id]))
+        return HttpResponseRedirect(reverse("admin:boson_django_storedschedule_change", args=[object_id]))
 
 
 def _logged(op: str, result: Any) -> str:
@@ -163,4 +163,4 @@ def _apply(op: str, name: str) -> Any:
     return set_enabled(name, op == "enable")
 
 
-admin.site.register(Schedule, ScheduleAdmin)
+admin.site.register(StoredSchedule, StoredScheduleAdmin)

@@ -123,13 +123,13 @@ def _duties(using: str, now: Any) -> Iterator[Any]:
 
 
 def _schedules(using: str) -> Iterator[Any]:
-    from boson_django.models import Schedule
+    from boson_django.models import StoredSchedule
 
     enabled = _gauge("boson_schedule_enabled", "1 if the schedule is enabled and declared.", ["schedule"])
     next_run = _gauge("boson_schedule_next_run_timestamp_seconds", "Next slot (Unix time, store clock).", ["schedule"])
     last_run = _gauge("boson_schedule_last_run_timestamp_seconds", "Last enqueue (Unix time, store clock).", ["schedule"])
     skipped = _gauge("boson_schedule_skipped_slots", "Late slots given up by the missed policy, ever.", ["schedule"])
-    for s in Schedule.objects.using(using):
+    for s in StoredSchedule.objects.using(using):
         enabled.add_metric([s.name], int(s.enabled and s.declared))
         if s.next_run_at:
             next_run.add_metric([s.name], s.next_run_at.timestamp())

@@ -4,7 +4,7 @@ from boson_django.models.clock import StoreClock
 from boson_django.models.control import Bucket, Duty, QuarantinedFingerprint, Queue, TaskConfig
 from boson_django.models.job import Job, JobQuerySet, Lease
 from boson_django.models.run import JobData, Run
-from boson_django.models.schedule import Schedule, ScheduleSlot
+from boson_django.models.schedule import ScheduleSlot, StoredSchedule
 from boson_django.models.stats import ThroughputMinute
 from boson_django.models.triage import Dashboard, FailedJob, QuarantinedJob
 
@@ -21,9 +21,9 @@ __all__ = [
     "QuarantinedJob",
     "Queue",
     "Run",
-    "Schedule",
     "ScheduleSlot",
     "StoreClock",
+    "StoredSchedule",
     "TaskConfig",
     "ThroughputMinute",
 ]

@@ -7,8 +7,11 @@ from boson_django.validation import MAX_CRON, MAX_SCHEDULE_NAME, MAX_TASK
 MISSED_CHOICES = [("run_once", "Run the latest missed slot once"), ("skip", "Skip missed slots")]
 
 
-class Schedule(models.Model):
+class StoredSchedule(models.Model):
     """A periodic job: declared in code or settings, synced here; ``enabled`` is the admin's.
+
+    The stored row of a :class:`boson_django.schedules.Schedule` declaration (one class per
+    name: the declaration is ``Schedule``, its row ``StoredSchedule``).
 
     ``next_run_at`` is the next slot on the store clock; the scheduler only reads it to
     find due schedules. The guarantee of one enqueue per slot is :class:`ScheduleSlot`'s
@@ -38,6 +41,8 @@ class Schedule(models.Model):
 
     class Meta:
         db_table = "boson_schedule"
+        verbose_name = "schedule"
+        verbose_name_plural = "schedules"
         ordering = ["name"]
         permissions = [("operate_schedule", "Can enable, disable and run schedules")]
         indexes = [

@@ -74,11 +74,11 @@ def sync_schedules(*, using: str | None = None) -> int:
     view of the admin's schedule list, every pass of the scheduler) nothing is
     locked or written -- on SQLite the locking pass takes the database's write lock.
     """
-    from boson_django.models import Schedule as Row
+    from boson_django.models import StoredSchedule
 
     using = database.alias(using)
     declarations = declared()
-    if _in_sync(declarations, {r.name: r for r in Row.objects.using(using)}):
+    if _in_sync(declarations, {r.name: r for r in StoredSchedule.objects.using(using)}):
         return 0
     return _write(declarations, using=using)
 
@@ -99,10 +99,10 @@ def _matches(row: Any, values: dict[str, Any]) -> bool:
 def _write(declarations: dict[str, tuple[Schedule, str]], *, using: str) -> int:
     """The locking pass: locks every schedule row (PostgreSQL), so two workers syncing
     at once apply one after the other; each row is compared again under its lock."""
-    from boson_django.models import Schedule as Row
+    from boson_django.models import StoredSchedule
 
     now = clock.now(using)
-    rows = {r.name: r for r in Row.objects.using(using).select_for_update().order_by("name")}
+    rows = {r.name: r for r in StoredSchedule.objects.using(using).select_for_update().order_by("name")}
     changed = 0
     for name, (spec, source) in declarations.items():
         row = rows.get(name)
@@ -112,18 +112,18 @@ def _write(declarations: dict[str, tuple[Schedule, str]], *, using: str) -> int:
             changed += _update(row, definition(spec, source), now, using)
     gone = [n for n, r in rows.items() if n not in declarations and r.declared]
     if gone:
-        Row.objects.using(using).filter(name__in=gone).update(declared=False, synced_at=now)
+        StoredSchedule.objects.using(using).filter(name__in=gone).update(declared=False, synced_at=now)
         log.info("boson: schedules no longer declared (kept, never fire): %s", ", ".join(gone))
     return changed + len(gone)
 
 
 def _create(name: str, spec: Schedule, source: str, now: datetime, using: str) -> int:
-    from boson_django.models import Schedule as Row
+    from boson_django.models import StoredSchedule
 
     values = definition(spec, source)
-    first = timing_of(Row(**values)).next_after(now)
-    made = Row.objects.using(using).bulk_create(
-        [Row(name=name, enabled=spec.enabled, next_run_at=first, synced_at=now, **values)], ignore_conflicts=True
+    first = timing_of(StoredSchedule(**values)).next_after(now)
+    made = StoredSchedule.objects.using(using).bulk_create(
+        [StoredSchedule(name=name, enabled=spec.enabled, next_run_at=first, synced_at=now, **values)], ignore_conflicts=True
     )
     log.info("boson: schedule %s created (%s), first run %s", name, spec.describe(), first)
     return len(made)

@@ -70,10 +70,10 @@ def _sync(using: str) -> None:
 
 
 def due_names(limit: int, using: str) -> list[str]:
-    from boson_django.models import Schedule
+    from boson_django.models import StoredSchedule
 
     now = clock.now(using)
-    found = Schedule.objects.using(using).filter(enabled=True, declared=True, next_run_at__lte=now)
+    found = StoredSchedule.objects.using(using).filter(enabled=True, declared=True, next_run_at__lte=now)
     return list(found.order_by("next_run_at", "name").values_list("name", flat=True)[:limit])
 
 
@@ -84,10 +84,10 @@ def tick(name: str, *, using: str | None = None, holder: str = "") -> list[str]:
     Locks the schedule row; a schedule disabled, undeclared or not yet due does nothing.
     Returns the ids of the jobs enqueued. Idempotent per slot: see :func:`fire_slot`.
     """
-    from boson_django.models import Schedule
+    from boson_django.models import StoredSchedule
 
     using = database.alias(using)
-    row = Schedule.objects.using(using).select_for_update().filter(name=name, enabled=True, declared=True).first()
+    row = StoredSchedule.objects.using(using).select_for_update().filter(name=name, enabled=True, declared=True).first()
     if row is None:
         return []
     now = clock.now(using)
@@ -187,9 +187,9 @@ def _wake(queue: str | None, using: str) -> None:
 def postpone(name: str, *, using: str | None = None) -> None:
     """Move a schedule that failed to enqueue to its next slot after now; the due slots it
     gives up count as skipped, as late ones do (the admin's "skipped" column)."""
-    from boson_django.models import Schedule
+    from boson_django.models import StoredSchedule
 
-    row = Schedule.objects.using(using).select_for_update().filter(name=name).first()
+    row = StoredSchedule.objects.using(using).select_for_update().filter(name=name).first()
     if row is not None:
         now, timing = clock.now(using), timing_of(row)
         given_up = slots.plan(timing, row.next_run_at, now, row.missed, row.grace_ms)
@@ -203,11 +203,11 @@ def run_now(name: str, *, using: str | None = None) -> str:
     """Enqueue the schedule's job at once (the admin's "run now"); slots are untouched.
 
     Works on a disabled schedule too. Returns the job id (the live holder's id when the
-    task's own unique key is taken). Raises ``Schedule.DoesNotExist`` for an unknown name.
+    task's own unique key is taken). Raises ``StoredSchedule.DoesNotExist`` for an unknown name.
     """
-    from boson_django.models import Schedule
+    from boson_django.models import StoredSchedule
 
-    row = Schedule.objects.using(using).select_for_update().get(name=name)
+    row = StoredSchedule.objects.using(using).select_for_update().get(name=name)
     now = clock.now(using)
     (result,) = enqueue([_envelope(row, None, ids.new_id())], using=using)
     row.last_run_at, row.last_job_id = now, result.id
@@ -224,9 +224,9 @@ def set_enabled(name: str, enabled: bool, *, using: str | None = None) -> bool:
     Enabling starts again from the next slot after now: slots that passed while it was
     disabled were not missed, they were switched off.
     """
-    from boson_django.models import Schedule
+    from boson_django.models import StoredSchedule
 
-    row = Schedule.objects.using(using).select_for_update().get(name=name)
+    row = StoredSchedule.objects.using(using).select_for_update().get(name=name)
     if row.enabled == enabled:
         return False
     row.enabled = enabled

@@ -234,10 +234,10 @@ def test_every_boson_changelist_is_exempt_from_atomic_requests():
         view = resolve(reverse(f"admin:boson_django_{model._meta.model_name}_changelist")).func
         assert set(connections) <= getattr(view, "_non_atomic_requests", set()), type(model_admin).__name__
         checked.append(type(model_admin).__name__)
-    assert {"JobAdmin", "ScheduleAdmin", "DashboardAdmin"} <= set(checked)
+    assert {"JobAdmin", "StoredScheduleAdmin", "DashboardAdmin"} <= set(checked)
 
 
-@pytest.mark.parametrize("url", ["admin:boson_django_job_op", "admin:boson_django_queue_op", "admin:boson_django_schedule_op"])
+@pytest.mark.parametrize("url", ["admin:boson_django_job_op", "admin:boson_django_queue_op", "admin:boson_django_storedschedule_op"])
 def test_the_page_buttons_are_exempt_from_atomic_requests(url):
     """A job's, queue's or schedule's button calls one service, which commits by itself as
     a bulk action's chunks do, not inside the request's transaction."""

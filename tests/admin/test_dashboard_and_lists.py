@@ -145,17 +145,17 @@ def test_what_tasks_handlers_and_enqueuers_control_is_escaped_on_every_page_and_
     pages = [job, job + "?load=result", job + "?load=output",
              reverse("admin:boson_django_job_change", args=[quote(parked)]),
              reverse("admin:boson_django_run_change", args=[Run.objects.filter(job_id=job_id).get().pk]),
-             reverse("admin:boson_django_schedule_change", args=[quote(evil)]),
+             reverse("admin:boson_django_storedschedule_change", args=[quote(evil)]),
              reverse("admin:boson_django_bucket_change", args=[quote(evil)]),
              reverse("admin:boson_django_taskconfig_change", args=[quote(evil)]),
              reverse("admin:boson_django_quarantinedfingerprint_change",
                      args=[quote(QuarantinedFingerprint.objects.get().pk)])]
     pages += [reverse(f"admin:boson_django_{m}_changelist")
-              for m in ("schedule", "bucket", "taskconfig", "quarantinedfingerprint", "quarantinedjob", "lease")]
+              for m in ("storedschedule", "bucket", "taskconfig", "quarantinedfingerprint", "quarantinedjob", "lease")]
     bodies = [superuser_client.get(url).content.decode() for url in pages]
     bodies += [superuser_client.post(reverse(f"admin:boson_django_{m}_changelist"), data, follow=True).content.decode()
                for m, data in [
-                   ("schedule", {"action": "run_now_selected", "_selected_action": [evil]}),
+                   ("storedschedule", {"action": "run_now_selected", "_selected_action": [evil]}),
                    ("queue", {"action": "pause_selected", "_selected_action": [evil]}),
                    ("job", {"action": "cancel_selected", "_selected_action": [job_id, evil], "select_across": "1",
                             "index": 0, "snapshot": store_clock.now().isoformat()}),

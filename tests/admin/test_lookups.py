@@ -34,7 +34,7 @@ FREE_LOOKUPS = [
     ("duty", "holder__iregex=node"),
     ("taskconfig", "task__iregex=add"),
     ("quarantinedfingerprint", "fingerprint__startswith=a"),
-    ("schedule", "kwargs__contains=1"),
+    ("storedschedule", "kwargs__contains=1"),
 ]
 
 

@@ -90,11 +90,11 @@ def test_posts_without_a_csrf_token_are_refused(store):
 
 
 def _rows() -> tuple:
-    from boson_django.models import Job, QuarantinedFingerprint, Schedule, TaskConfig
+    from boson_django.models import Job, QuarantinedFingerprint, StoredSchedule, TaskConfig
 
     return (sorted(Job.objects.values_list("id", "state", "attempt")), sorted(Queue.objects.values_list("name", "paused")),
             sorted(Bucket.objects.values_list("name", "limit")), sorted(TaskConfig.objects.values_list("task", "max_attempts")),
-            sorted(Schedule.objects.values_list("name", "enabled", "last_run_at")), QuarantinedFingerprint.objects.count())
+            sorted(StoredSchedule.objects.values_list("name", "enabled", "last_run_at")), QuarantinedFingerprint.objects.count())
 
 
 @pytest.mark.parametrize("who", ["anonymous", pytest.param("staff without boson permissions", marks=pytest.mark.slow),
@@ -114,8 +114,8 @@ def test_no_action_or_button_of_any_list_changes_anything_without_its_permission
     services.set_rate_limit("smtp", 10, 1000)
     services.set_task_config(ADD, max_attempts=4)
     client = {"anonymous": Client(), "staff without boson permissions": staff_client("staff", []),
-              "viewer": staff_client("viewer", [f"view_{m}" for m in (*VIEW_MODELS, "schedule")])}[who]
-    pks = {"queue": ["q-failed", "q-available"], "bucket": ["smtp"], "taskconfig": [ADD], "schedule": ["nightly"],
+              "viewer": staff_client("viewer", [f"view_{m}" for m in (*VIEW_MODELS, "storedschedule")])}[who]
+    pks = {"queue": ["q-failed", "q-available"], "bucket": ["smtp"], "taskconfig": [ADD], "storedschedule": ["nightly"],
            "quarantinedfingerprint": list(QuarantinedFingerprint.objects.values_list("pk", flat=True))}
     jobs = [store.failed, store.available, store.running, store.quarantined]
     posts: list[tuple[str, dict]] = [
@@ -128,7 +128,7 @@ def test_no_action_or_button_of_any_list_changes_anything_without_its_permission
     ]
     posts += [(reverse("admin:boson_django_job_op", args=[job, op]), {}) for job in jobs for op in ("retry", "cancel", "release")]
     posts += [(reverse("admin:boson_django_queue_op", args=["q-failed", op]), {}) for op in ("pause", "resume")]
-    posts += [(reverse("admin:boson_django_schedule_op", args=["nightly", op]), {}) for op in ("enable", "disable", "run_now")]
+    posts += [(reverse("admin:boson_django_storedschedule_op", args=["nightly", op]), {}) for op in ("enable", "disable", "run_now")]
     form = {"name": "new", "task": ADD, "limit": 1, "window_ms": 1, "burst": 0, "max_attempts": 9, "post": "yes"}
     posts += [(reverse(f"admin:boson_django_{model}_{view}", args=[quote(pk)]), form)
               for model in pks for pk in pks[model] for view in ("change", "delete")]

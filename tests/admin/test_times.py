@@ -82,7 +82,7 @@ def nightly(settings, store_clock):
 
 @NEW_YORK
 def test_the_schedule_list_shows_the_next_run_in_the_active_zone(superuser_client, nightly):
-    page = superuser_client.get(reverse("admin:boson_django_schedule_changelist")).content.decode()
+    page = superuser_client.get(reverse("admin:boson_django_storedschedule_changelist")).content.decode()
     assert "2029-12-31 22:00:00 EST (in 3h 00m)" in page, "03:00 UTC is 22:00 in New York"
 
 

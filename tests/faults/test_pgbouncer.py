@@ -52,7 +52,7 @@ job = add.enqueue(1, 2)
 client = Client()
 client.force_login(user)
 urls = ["/admin/", "/admin/boson_django/", reverse("admin:boson_django_job_changelist"),
-        reverse("admin:boson_django_job_change", args=[job.id]), reverse("admin:boson_django_schedule_changelist")]
+        reverse("admin:boson_django_job_change", args=[job.id]), reverse("admin:boson_django_storedschedule_changelist")]
 for url in urls:
     response = client.get(url)
     assert response.status_code == 200, (url, response.status_code)
@@ -145,9 +145,9 @@ def test_transaction_pooling_schedules_fire_once_per_slot(live_clock, bouncers, 
     bouncer = bouncers("transaction")
     worker = workers("w-pooled-scheduler", env=pooled_env(bouncer, BOSON_TEST_SCHEDULE="1"))
     slots = ScheduleSlot.objects.filter(schedule="pooled-minute")
-    from boson_django.models import Schedule
+    from boson_django.models import StoredSchedule
 
-    wait_until(lambda: Schedule.objects.filter(name="pooled-minute").exists(), 30, what="the schedule to sync")
+    wait_until(lambda: StoredSchedule.objects.filter(name="pooled-minute").exists(), 30, what="the schedule to sync")
     for minute in (1, 2):
         live_clock.advance(60_000)
         wait_until(lambda m=minute: slots.count() == m, 30, what=f"slot {minute} to fire")

@@ -6,12 +6,12 @@ import pytest
 from django.contrib.auth.models import User
 from django.urls import reverse
 
-from boson_django.models import Job, Schedule
+from boson_django.models import Job, StoredSchedule
 from boson_django.schedules import scheduler, sync_schedules
 from tests.admin.conftest import staff_client
 from tests.factories import ADD
 
-CHANGELIST = "admin:boson_django_schedule_changelist"
+CHANGELIST = "admin:boson_django_storedschedule_changelist"
 
 
 @pytest.fixture
@@ -42,26 +42,26 @@ def test_run_now_action_enqueues_through_the_services(admin_client, declared, mo
     assert "1 enqueued" in response.content.decode()
     (job,) = Job.objects.filter(meta__schedule="nightly")
     assert len(calls) == 1 and (job.task, job.args, job.state) == (ADD, [1, 2], "available")
-    assert Schedule.objects.get(name="nightly").last_job_id == job.id
+    assert StoredSchedule.objects.get(name="nightly").last_job_id == job.id
 
 
 def test_disable_and_enable_buttons(admin_client, declared):
     sync_schedules()
-    change = reverse("admin:boson_django_schedule_change", args=["nightly"])
+    change = reverse("admin:boson_django_storedschedule_change", args=["nightly"])
     assert "Run now" in admin_client.get(change).content.decode()
-    admin_client.post(reverse("admin:boson_django_schedule_op", args=["nightly", "disable"]))
-    assert Schedule.objects.get(name="nightly").enabled is False
+    admin_client.post(reverse("admin:boson_django_storedschedule_op", args=["nightly", "disable"]))
+    assert StoredSchedule.objects.get(name="nightly").enabled is False
     assert "disabled" in admin_client.get(reverse(CHANGELIST)).content.decode()
-    admin_client.post(reverse("admin:boson_django_schedule_op", args=["nightly", "enable"]))
-    assert Schedule.objects.get(name="nightly").enabled is True
+    admin_client.post(reverse("admin:boson_django_storedschedule_op", args=["nightly", "enable"]))
+    assert StoredSchedule.objects.get(name="nightly").enabled is True
 
 
 def test_a_viewer_sees_schedules_but_cannot_operate_them(declared):
-    viewer = staff_client("staff", ["view_schedule"])
+    viewer = staff_client("staff", ["view_storedschedule"])
     assert viewer.get(reverse(CHANGELIST)).status_code == 200
-    page = viewer.get(reverse("admin:boson_django_schedule_change", args=["nightly"])).content.decode()
+    page = viewer.get(reverse("admin:boson_django_storedschedule_change", args=["nightly"])).content.decode()
     assert "Run now" not in page
-    assert viewer.post(reverse("admin:boson_django_schedule_op", args=["nightly", "run_now"])).status_code == 403
+    assert viewer.post(reverse("admin:boson_django_storedschedule_op", args=["nightly", "run_now"])).status_code == 403
     assert not Job.objects.exists()
     assert _client_get_status(["view_job"], CHANGELIST) == 403
 
@@ -80,16 +80,16 @@ def test_the_buttons_work_for_a_name_the_admin_escapes(admin_client, settings, s
 
     settings.BOSON = {**settings.BOSON, "SCHEDULES": {"nightly_report": {"task": ADD, "cron": "0 3 * * *"}}}
     sync_schedules()
-    page = admin_client.get(reverse("admin:boson_django_schedule_change", args=[quote("nightly_report")])).content.decode()
+    page = admin_client.get(reverse("admin:boson_django_storedschedule_change", args=[quote("nightly_report")])).content.decode()
     (action,) = re.findall(r'action="([^"]*/op/disable/)"', page)
     assert admin_client.post(html.unescape(action), follow=True).status_code == 200
-    assert Schedule.objects.get(name="nightly_report").enabled is False
+    assert StoredSchedule.objects.get(name="nightly_report").enabled is False
 
 
 def test_a_user_without_the_view_permission_writes_nothing_by_opening_the_list(declared):
     """The list syncs the declared schedules (a write) only for those allowed to see it."""
     assert staff_client("staff", ["view_job"]).get(reverse(CHANGELIST)).status_code == 403
-    assert not Schedule.objects.exists()
+    assert not StoredSchedule.objects.exists()
 
 
 def test_run_now_of_a_schedule_whose_task_is_gone_is_refused_with_a_message(admin_client, declared, settings):
@@ -97,15 +97,15 @@ def test_run_now_of_a_schedule_whose_task_is_gone_is_refused_with_a_message(admi
     "run now" enqueues nothing and says why (it was a server error)."""
     sync_schedules()
     settings.BOSON = {**settings.BOSON, "SCHEDULES": {}}
-    Schedule.objects.filter(name="nightly").update(task="tests.testapp.tasks.renamed")
-    response = admin_client.post(reverse("admin:boson_django_schedule_op", args=["nightly", "run_now"]), follow=True)
+    StoredSchedule.objects.filter(name="nightly").update(task="tests.testapp.tasks.renamed")
+    response = admin_client.post(reverse("admin:boson_django_storedschedule_op", args=["nightly", "run_now"]), follow=True)
     assert response.status_code == 200
     assert "unknown task &#x27;tests.testapp.tasks.renamed&#x27;" in response.content.decode()
     response = admin_client.post(reverse(CHANGELIST), {"action": "run_now_selected", "_selected_action": ["nightly"]}, follow=True)
     assert response.status_code == 200
     assert "unknown task &#x27;tests.testapp.tasks.renamed&#x27;" in response.content.decode()
     assert not Job.objects.exists()
-    assert Schedule.objects.get(name="nightly").last_job_id in (None, "")
+    assert StoredSchedule.objects.get(name="nightly").last_job_id in (None, "")
 
 
 def test_run_now_of_a_schedule_whose_arguments_the_tasks_unique_key_refuses_says_why(admin_client, settings, store_clock):
@@ -113,7 +113,7 @@ def test_run_now_of_a_schedule_whose_arguments_the_tasks_unique_key_refuses_says
     error; the scheduler logs and postpones such a slot, "run now" says why."""
     settings.BOSON = {**settings.BOSON, "SCHEDULES": {"keyed": {"task": "tests.testapp.tasks.report_for", "cron": "0 3 * * *"}}}
     sync_schedules()
-    response = admin_client.post(reverse("admin:boson_django_schedule_op", args=["keyed", "run_now"]), follow=True)
+    response = admin_client.post(reverse("admin:boson_django_storedschedule_op", args=["keyed", "run_now"]), follow=True)
     assert response.status_code == 200
     assert "nothing enqueued" in response.content.decode() and "missing 1 required positional argument" in response.content.decode()
     assert not Job.objects.exists()
@@ -123,8 +123,8 @@ def test_schedule_operations_write_the_admin_history(admin_client, declared):
     from django.contrib.admin.models import LogEntry
 
     sync_schedules()
-    admin_client.post(reverse("admin:boson_django_schedule_op", args=["nightly", "disable"]))
-    admin_client.post(reverse("admin:boson_django_schedule_op", args=["nightly", "disable"]))  # already: no entry
+    admin_client.post(reverse("admin:boson_django_storedschedule_op", args=["nightly", "disable"]))
+    admin_client.post(reverse("admin:boson_django_storedschedule_op", args=["nightly", "disable"]))  # already: no entry
     admin_client.post(reverse(CHANGELIST), {"action": "run_now_selected", "_selected_action": ["nightly"]})
     (job,) = Job.objects.filter(meta__schedule="nightly")
     assert list(LogEntry.objects.order_by("id").values_list("object_id", "change_message")) == [

@@ -8,7 +8,7 @@ import pytest
 
 from boson_django import clock, services
 from boson_django.checks import check_settings
-from boson_django.models import Job, Schedule, ScheduleSlot
+from boson_django.models import Job, ScheduleSlot, StoredSchedule
 from boson_django.schedules import run_due, run_now, set_enabled, sync_schedules
 from boson_django.schedules.scheduler import fire_slot, tick
 from boson_django.worker.sweeper import Sweeper
@@ -38,7 +38,7 @@ def _step_minutes(store_clock, minutes: int) -> None:
 def test_sync_makes_one_row_per_declaration_and_keeps_the_operators_switch(settings, store_clock):
     _declare(settings, tick={"task": NOOP, "cron": "*/5 * * * *", "args": []})
     sync_schedules()
-    row = Schedule.objects.get(name="tick")
+    row = StoredSchedule.objects.get(name="tick")
     assert (row.task, row.cron, row.source, row.enabled, row.declared) == (NOOP, "*/5 * * * *", "settings", True, True)
     assert row.next_run_at == EPOCH + 5 * MINUTE
     set_enabled("tick", False)
@@ -70,7 +70,7 @@ def test_a_sync_with_nothing_to_change_reads_once_and_locks_nothing(settings, st
     assert sync_schedules() == 1, "a changed declaration still goes through"
     _declare(settings, tick={"task": NOOP, "every": timedelta(minutes=10)})
     assert sync_schedules() == 1, "so does one no longer declared"
-    assert Schedule.objects.get(name="tock").declared is False
+    assert StoredSchedule.objects.get(name="tock").declared is False
 
 
 def test_schedules_declared_next_to_the_task(settings, store_clock):
@@ -78,7 +78,7 @@ def test_schedules_declared_next_to_the_task(settings, store_clock):
 
     settings.BOSON = {**settings.BOSON, "TASK_MODULES": [*settings.BOSON["TASK_MODULES"], "tests.schedules.tasks"]}
     sync_schedules()
-    rows = {r.name: r for r in Schedule.objects.filter(source="code", task__startswith="tests.schedules.")}
+    rows = {r.name: r for r in StoredSchedule.objects.filter(source="code", task__startswith="tests.schedules.")}
     assert set(rows) == {"tests.schedules.tasks.nightly", "tests-report-eu", "tests-report-us"}
     assert rows["tests-report-eu"].timezone == "Europe/Paris" and rows["tests-report-eu"].args == ["eu"]
     assert rows["tests-report-us"].every_ms == 600_000 and rows["tests-report-us"].queue == "reports"
@@ -95,7 +95,7 @@ def test_each_due_slot_is_enqueued_once_with_its_slot_in_meta(settings, store_cl
     jobs = _jobs("minutely")
     assert [j.meta["slot"] for j in jobs] == [(EPOCH + i * MINUTE).isoformat() for i in (1, 2, 3)]
     assert {(j.task, tuple(j.args), j.state) for j in jobs} == {(ADD, (1, 2), "available")}
-    row = Schedule.objects.get(name="minutely")
+    row = StoredSchedule.objects.get(name="minutely")
     assert (row.last_slot_at, row.last_job_id, row.next_run_at) == (EPOCH + 3 * MINUTE, jobs[-1].id, EPOCH + 4 * MINUTE)
 
 
@@ -107,7 +107,7 @@ def test_the_scheduler_restores_the_declarations_an_older_process_synced_over(se
     run_due()  # the worker's first pass syncs
     _declare(settings)
     sync_schedules()  # the older process, which does not declare it
-    assert Schedule.objects.get(name="minutely").declared is False
+    assert StoredSchedule.objects.get(name="minutely").declared is False
     _declare(settings, minutely={"task": NOOP, "cron": "* * * * *"})  # the worker's declarations again
     _step_minutes(store_clock, 3)
     assert [j.meta["slot"] for j in _jobs("minutely")] == [(EPOCH + i * MINUTE).isoformat() for i in (2, 3)]
@@ -140,7 +140,7 @@ def test_a_stale_scheduler_cannot_enqueue_a_slot_twice(settings, store_clock):
     another worker already fired: the (schedule, slot) unique key refuses it."""
     _declare(settings, minutely={"task": NOOP, "cron": "* * * * *"})
     sync_schedules()
-    stale_row = Schedule.objects.get(name="minutely")  # read before the pause
+    stale_row = StoredSchedule.objects.get(name="minutely")  # read before the pause
     store_clock.advance(60_000)
     assert len(tick("minutely", holder="new-leader")) == 1
     assert fire_slot(stale_row, EPOCH + MINUTE, now=clock.now(), using="default", holder="old-leader") is None
@@ -156,7 +156,7 @@ def test_after_downtime_missed_slots_follow_the_schedules_policy(settings, store
     store_clock.advance(60 * 60_000 - 30_000)  # down until 00:59:30: slots 00:01..00:59 are late
     run_due()
     assert [j.meta["slot"] for j in _jobs("m")] == [(EPOCH + i * MINUTE).isoformat() for i in fired_slots]
-    assert Schedule.objects.get(name="m").skipped_slots == skipped
+    assert StoredSchedule.objects.get(name="m").skipped_slots == skipped
     store_clock.advance(30_000)
     run_due()
     assert len(_jobs("m")) == len(fired_slots) + 1, "back on time at 01:00"
@@ -190,7 +190,7 @@ def test_a_fixed_time_seen_in_the_repeated_hour_of_fall_back_is_next_due_tomorro
     run_due()
     assert [j.meta["slot"] for j in _jobs("down")] == ["2030-10-27T00:30:00+00:00"]
     assert _jobs("new") == []
-    assert {r.name: r.next_run_at for r in Schedule.objects.filter(name__in=["down", "new"])} == {
+    assert {r.name: r.next_run_at for r in StoredSchedule.objects.filter(name__in=["down", "new"])} == {
         "down": tomorrow, "new": tomorrow,
     }
 
@@ -202,10 +202,10 @@ def test_run_now_enqueues_through_the_services_without_touching_slots(settings, 
     job_id = run_now("daily")
     envelope, state = services.job_state(job_id)
     assert (envelope.task, envelope.args, envelope.meta, state) == (ADD, [2, 3], {"schedule": "daily"}, "available")
-    row = Schedule.objects.get(name="daily")
+    row = StoredSchedule.objects.get(name="daily")
     assert (row.last_job_id, row.last_run_at, row.last_slot_at) == (job_id, EPOCH, None)
     assert not ScheduleSlot.objects.exists()
-    with pytest.raises(Schedule.DoesNotExist):
+    with pytest.raises(StoredSchedule.DoesNotExist):
         run_now("nope")
 
 
@@ -234,7 +234,7 @@ def test_enabling_starts_from_the_next_slot_not_the_ones_switched_off(settings, 
     assert set_enabled("minutely", False) is True and set_enabled("minutely", False) is False
     _step_minutes(store_clock, 30)
     set_enabled("minutely", True)
-    assert Schedule.objects.get(name="minutely").next_run_at == EPOCH + 31 * MINUTE
+    assert StoredSchedule.objects.get(name="minutely").next_run_at == EPOCH + 31 * MINUTE
     _step_minutes(store_clock, 1)
     assert len(_jobs("minutely")) == 1
 
@@ -244,8 +244,8 @@ def test_a_schedule_whose_task_is_gone_is_postponed_and_others_still_fire(settin
     run_due()  # the worker's first pass syncs the declarations
     _step_minutes(store_clock, 2)
     assert len(_jobs("good")) == 2 and _jobs("bad") == []
-    assert Schedule.objects.get(name="bad").next_run_at == EPOCH + 3 * MINUTE
-    assert Schedule.objects.get(name="bad").skipped_slots == 2, "each slot given up counts as skipped"
+    assert StoredSchedule.objects.get(name="bad").next_run_at == EPOCH + 3 * MINUTE
+    assert StoredSchedule.objects.get(name="bad").skipped_slots == 2, "each slot given up counts as skipped"
 
 
 def test_a_schedule_whose_task_is_gone_says_so_in_the_log(settings, store_clock, caplog):
@@ -295,7 +295,7 @@ def test_a_grace_shorter_than_a_duty_hand_over_is_warned_about(settings, store_c
     for _ in range(30):
         store_clock.advance(1_000)
         run_due()
-    assert _jobs("heartbeat") == [] and Schedule.objects.get(name="heartbeat").skipped_slots == 3
+    assert _jobs("heartbeat") == [] and StoredSchedule.objects.get(name="heartbeat").skipped_slots == 3
     assert len(_jobs("fine")) == 3
     (warning,) = [m for m in checks.run_checks(tags=["boson"]) if m.id == "boson.W003"]
     assert "'heartbeat'" in warning.msg and "grace_ms=0" in warning.msg and "3000 ms" in warning.msg

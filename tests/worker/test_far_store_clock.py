@@ -15,7 +15,7 @@ import pytest
 from django.core.management import call_command
 
 from boson_django import conf, services
-from boson_django.models import Schedule
+from boson_django.models import StoredSchedule
 from boson_django.schedules import scheduler
 from tests.signals import finished_results
 from tests.testapp.tasks import add, chooses, ephemeral, fail, noop, send_mail
@@ -106,7 +106,7 @@ def test_a_schedule_fires_its_slots_by_the_store_clock(far_clock, settings):
     scheduler.forget_sync()
     try:
         burst()  # syncs: the first slot is the next ten-minute mark after store time
-        slot = Schedule.objects.get(name="tick").next_run_at
+        slot = StoredSchedule.objects.get(name="tick").next_run_at
         assert far_clock.now() < slot <= far_clock.now() + timedelta(minutes=10)
         far_clock.advance(_ms(slot - far_clock.now()) - 1)
         burst()

@@ -107,14 +107,14 @@ def test_a_cron_slot_is_in_the_schedules_own_zone_not_djangos(far_clock, setting
     """``0 3 * * *`` with no ``timezone`` is 03:00 UTC, whatever ``TIME_ZONE`` says, and
     it comes due on the store clock."""
     pytest.importorskip("cronsim")
-    from boson_django.models import Schedule
+    from boson_django.models import StoredSchedule
     from boson_django.schedules import scheduler
 
     settings.BOSON = {**settings.BOSON, "SCHEDULES": {"nightly": {"task": add.module_path, "cron": "0 3 * * *", "args": [1, 1]}}}
     scheduler.forget_sync()
     try:
         burst()
-        slot = Schedule.objects.get(name="nightly").next_run_at
+        slot = StoredSchedule.objects.get(name="nightly").next_run_at
         assert (slot.astimezone(timezone.utc).hour, slot.minute) == (3, 0)
         assert far_clock.now() < slot <= far_clock.now() + timedelta(days=1)
         far_clock.advance(int((slot - far_clock.now()) / timedelta(milliseconds=1)))
