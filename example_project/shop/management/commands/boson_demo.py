@@ -60,7 +60,7 @@ class Command(BaseCommand):
         plan = mix.enqueue_mix()
         supervisor = Supervisor(Path(options["log_dir"]))
         self.stdout.write(f"store: {database.describe()}; {len(plan.job_ids)} jobs enqueued; logs in {options['log_dir']}")
-        _stop_like_ctrl_c(signal.SIGTERM, signal.SIGHUP)
+        _stop_like_ctrl_c(signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
         try:
             supervisor.start_workers()
             if options["drain"]:
@@ -136,7 +136,10 @@ def _admin_login() -> str:
 
 
 def _stop_like_ctrl_c(*signums: signal.Signals) -> None:
-    """A ``kill`` or a closed terminal stops the demo the way Ctrl-C does. The workers and
+    """Ctrl-C, a ``kill`` or a closed terminal stop the demo alike. SIGINT is handled here
+    too, not left to Python's default: a process started where SIGINT is ignored (a
+    background job of a script without job control) inherits that, and Python then
+    installs no handler of its own, so Ctrl-C would not stop it. The workers and
     the server run in sessions of their own (so that Ctrl-C reaches only this process);
     ended by the default action of SIGTERM or SIGHUP, this process would leave them
     running, holding the demo's database."""
