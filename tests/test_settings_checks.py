@@ -33,6 +33,7 @@ def boson_messages(**values) -> list[checks.CheckMessage]:
         return [m for m in checks.run_checks(tags=["boson"]) if (m.id or "").startswith("boson.")]
 
 
+@pytest.mark.django_db  # Django's JSONField check asks SQLite whether it has JSON: a query
 def test_the_test_settings_pass_the_checks():
     assert boson_messages(**BASE) == []
     call_command("check")
